@@ -1,0 +1,52 @@
+"""The single place where wideml triggers dask computation, with a progress bar."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import dask
+
+from wideml.runtime.config import config_value
+from wideml.runtime.scheduler import active_client
+
+
+def _progress_enabled() -> bool:
+    setting = config_value("progress")
+    if isinstance(setting, str) and setting.lower() == "auto":
+        return sys.stderr.isatty()
+    return bool(setting) and str(setting).lower() not in ("false", "0", "no", "off")
+
+
+def compute(*collections: Any, label: str = "pass") -> tuple:
+    """Compute dask collections on the active scheduler, showing a progress bar.
+
+    Parameters
+    ----------
+    *collections : dask collections or delayed objects
+        Everything one pass needs, computed together so shared inputs are read once.
+    label : str
+        Name of the pass, printed in front of the progress bar.
+
+    Returns
+    -------
+    tuple
+        The computed values, in order.
+    """
+    show = _progress_enabled()
+    client = active_client()
+    if client is not None:
+        futures = client.compute(list(collections))
+        if show:
+            from distributed import progress
+
+            print(f"[wideml] {label}", file=sys.stderr)
+            progress(futures)
+        return tuple(client.gather(futures))
+    if show:
+        from dask.diagnostics import ProgressBar
+
+        print(f"[wideml] {label}", file=sys.stderr)
+        with ProgressBar(out=sys.stderr, dt=0.5):
+            return dask.compute(*collections)
+    return dask.compute(*collections)

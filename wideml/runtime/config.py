@@ -1,0 +1,83 @@
+"""Configuration under the ``wideml`` namespace of :mod:`dask.config`."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import dask.config
+import psutil
+import yaml
+
+from wideml.exceptions import ConfigError
+
+_DEFAULTS_FILE = Path(__file__).resolve().parent.parent / "wideml.yaml"
+with open(_DEFAULTS_FILE) as _f:
+    DEFAULTS: dict[str, Any] = yaml.safe_load(_f)["wideml"]
+dask.config.update_defaults({"wideml": DEFAULTS})
+
+_SIZE = re.compile(r"^\s*([0-9.]+)\s*([kKmMgGtT]?)(i?)[bB]?\s*$")
+
+
+def parse_bytes(value: Any, what: str = "size") -> int:
+    """Parse ``"32MiB"``, ``"4GB"`` or an integer into a number of bytes."""
+    if isinstance(value, (int, float)) and value > 0:
+        return int(value)
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ConfigError(f"{what} {value!r} is not a size; write it like '512MiB' or '4GiB'.")
+    number, unit, binary = match.groups()
+    base = 1024 if binary or unit == "" else 1000
+    power = " kmgt".index(unit.lower()) if unit else 0
+    return int(float(number) * base**power)
+
+
+def config_value(key: str) -> Any:
+    """Return ``wideml.<key>`` from dask.config (file, environment or defaults)."""
+    if key not in DEFAULTS:
+        raise ConfigError(f"unknown config key {key!r}; valid keys are {', '.join(sorted(DEFAULTS))}.")
+    return dask.config.get(f"wideml.{key}")
+
+
+def memory_limit_bytes() -> int:
+    """The memory budget in bytes (``wideml.memory-limit``; ``auto`` = 60% of RAM)."""
+    value = config_value("memory-limit")
+    if value in (None, "auto"):
+        return int(0.6 * psutil.virtual_memory().total)
+    return parse_bytes(value, "memory-limit")
+
+
+def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a YAML config file, validate its keys and apply it globally.
+
+    The file holds a top-level ``wideml:`` mapping whose keys are those of
+    ``wideml/wideml.yaml``. Unknown keys are an error (a typo should not be
+    silently ignored).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(path)!r} ({exc.strerror or exc}); check the path.") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        where = f" at line {line + 1}" if line is not None else ""
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML{where}; fix its syntax.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("wideml", {}), dict) or set(data) - {"wideml"}:
+        raise ConfigError(f"config file {str(path)!r} must hold one top-level 'wideml:' mapping; see configs/default.yaml.")
+    settings = data.get("wideml", {})
+    unknown = sorted(set(settings) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError(
+            f"config file {str(path)!r} has unknown key {unknown[0]!r}; valid keys are {', '.join(sorted(DEFAULTS))}."
+        )
+    if "memory-limit" in settings and settings["memory-limit"] != "auto":
+        parse_bytes(settings["memory-limit"], "memory-limit")
+    if "chunk-size" in settings:
+        parse_bytes(settings["chunk-size"], "chunk-size")
+    dask.config.set({f"wideml.{k}": v for k, v in settings.items()})
+    return settings

@@ -1,0 +1,272 @@
+"""Open and validate feature stores (DESIGN.md §3) from metadata alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from wideml.exceptions import PerformanceWarning, StoreError
+from wideml.storage import schema
+from wideml.storage.reader import HDF5Reader, ZarrReader
+
+
+@dataclass(frozen=True)
+class FeatureStore:
+    """A handle on an on-disk feature store.
+
+    Attributes
+    ----------
+    path : Path
+        Location of the zarr group directory or HDF5 file.
+    format : {"zarr", "hdf5"}
+    X : dask.array.Array of shape (n_samples, n_features)
+        Lazy view of the features; its chunks line up with the stored chunks
+        (or whole stored chunks of them). Nothing is read until a pass runs.
+    y : ndarray of shape (n_samples,) or None
+        Labels (integers or strings), or None for an unlabelled store.
+    sample_ids, feature_ids : ndarray or None
+    feature_shape : tuple of int or None
+        Shape that one sample's features came from (e.g. a brain volume).
+    stored_chunks : tuple of int
+        The (rows, features) chunk shape on disk.
+    attrs : dict
+        The store's ``wideml`` metadata.
+    """
+
+    path: Path
+    format: str
+    X: da.Array
+    y: np.ndarray | None
+    sample_ids: np.ndarray | None
+    feature_ids: np.ndarray | None
+    feature_shape: tuple[int, ...] | None
+    stored_chunks: tuple[int, int]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.X.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.X.nbytes)
+
+    def class_counts(self) -> dict[Any, int]:
+        """Number of samples per label, in sorted label order (empty if unlabelled)."""
+        if self.y is None:
+            return {}
+        labels, counts = np.unique(self.y, return_counts=True)
+        return {lab.item() if hasattr(lab, "item") else lab: int(c) for lab, c in zip(labels, counts)}
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-serialisable description (what ``wideml info`` prints)."""
+        return {
+            "path": str(self.path),
+            "format": self.format,
+            "n_samples": self.n_samples,
+            "n_features": self.n_features,
+            "dtype": str(self.dtype),
+            "stored_chunks": list(self.stored_chunks),
+            "n_chunks": int(np.prod(self.X.numblocks)),
+            "size_bytes": self.nbytes,
+            "class_counts": {str(k): v for k, v in self.class_counts().items()},
+            "feature_shape": list(self.feature_shape) if self.feature_shape else None,
+            "has_sample_ids": self.sample_ids is not None,
+            "has_feature_ids": self.feature_ids is not None,
+            "source": self.attrs.get("source"),
+        }
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return str(n)
+
+
+def format_summary(info: dict[str, Any]) -> str:
+    """Human-readable multi-line form of :meth:`FeatureStore.summary`."""
+    lines = [
+        f"store       {info['path']} ({info['format']})",
+        f"shape       {info['n_samples']} samples x {info['n_features']} features",
+        f"dtype       {info['dtype']}",
+        f"chunks      {info['stored_chunks'][0]} x {info['stored_chunks'][1]} ({info['n_chunks']} chunks)",
+        f"size        {_human(info['size_bytes'])}",
+    ]
+    if info["class_counts"]:
+        counts = ", ".join(f"{k}: {v}" for k, v in info["class_counts"].items())
+        lines.append(f"classes     {len(info['class_counts'])} ({counts})")
+    else:
+        lines.append("classes     unlabelled")
+    if info["feature_shape"]:
+        lines.append(f"feature     shape {tuple(info['feature_shape'])}")
+    return "\n".join(lines)
+
+
+def _read_attrs_zarr(path: Path) -> tuple[Any, dict]:
+    import zarr
+
+    meta = path / "zarr.json"
+    if not meta.is_file():
+        if (path / ".zgroup").is_file():
+            raise StoreError(f"{str(path)!r} is a zarr v2 group; wideml reads zarr v3 — convert it with `wideml ingest`.")
+        raise StoreError(f"{str(path)!r} is not a feature store (no zarr.json); create one with `wideml ingest` or `wideml simulate`.")
+    try:
+        json.loads(meta.read_text())
+        group = zarr.open_group(str(path), mode="r")
+    except Exception as exc:  # corrupt metadata surfaces as many different errors
+        raise StoreError(f"{str(path)!r} has unreadable zarr metadata ({type(exc).__name__}); the store is corrupt — recreate it.") from None
+    return group, dict(group.attrs.get(schema.ATTRS_KEY, {}))
+
+
+def open_store(path: str | os.PathLike) -> FeatureStore:
+    """Open a feature store and validate it from its metadata (no pass over X).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A zarr v3 group directory or an HDF5 file (``.h5``/``.hdf5``) holding
+        ``X`` (n_samples, n_features) and optionally ``y``, ``sample_ids``,
+        ``feature_ids``.
+
+    Returns
+    -------
+    FeatureStore
+
+    Raises
+    ------
+    StoreError
+        If the path is missing, is not a store, or X / y have the wrong shape or dtype.
+
+    Warns
+    -----
+    PerformanceWarning
+        If X is chunked along samples, so every pass must stitch feature stripes together.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise StoreError(f"no feature store at {str(path)!r}; check the path, or create one with `wideml ingest` or `wideml simulate`.")
+    fmt = "hdf5" if path.is_file() else "zarr"
+    if fmt == "zarr":
+        group, attrs = _read_attrs_zarr(path)
+        keys = set(group.array_keys())
+        get = lambda name: group[name]  # noqa: E731
+    else:
+        import h5py
+
+        try:
+            handle = h5py.File(path, "r")
+        except OSError:
+            raise StoreError(f"{str(path)!r} is not a feature store (not a zarr directory or an HDF5 file); check the path.") from None
+        with handle:
+            attrs = json.loads(handle.attrs.get(schema.ATTRS_KEY, "{}"))
+            keys = {k for k in handle.keys() if isinstance(handle[k], h5py.Dataset)}
+            arrays = {k: handle[k] for k in keys}
+            meta = {k: (a.shape, a.dtype, a.chunks or a.shape) for k, a in arrays.items()}
+            small = {k: arrays[k][()] for k in keys if k != schema.X_NAME}
+        get = None
+    if schema.X_NAME not in keys:
+        raise StoreError(f"{str(path)!r} is not a feature store (it has no array 'X'); create one with `wideml ingest` or `wideml simulate`.")
+    if attrs and attrs.get("schema") not in (None, schema.FEATURE_STORE_SCHEMA):
+        kind = attrs.get("schema")
+        raise StoreError(f"{str(path)!r} is a {kind!r}, not a feature store; pass a store made by `wideml ingest` or `wideml simulate`.")
+    if attrs.get("version", 1) > schema.FEATURE_STORE_VERSION:
+        raise StoreError(
+            f"{str(path)!r} uses feature-store schema version {attrs['version']}, newer than this wideml "
+            f"understands ({schema.FEATURE_STORE_VERSION}); upgrade wideml."
+        )
+
+    if fmt == "zarr":
+        xa = get(schema.X_NAME)
+        shape, dtype, chunks = xa.shape, xa.dtype, xa.chunks
+        smalls = {k: np.asarray(get(k)[...]) for k in keys if k != schema.X_NAME}
+    else:
+        shape, dtype, chunks = meta[schema.X_NAME]
+        smalls = small
+    dtype = np.dtype(dtype) if not hasattr(dtype, "to_native_dtype") else dtype
+    if len(shape) != 2:
+        raise StoreError(
+            f"X in {str(path)!r} has {len(shape)} dimension(s) (shape {tuple(shape)}); a store holds a 2-D "
+            "(n_samples, n_features) array — flatten each sample and keep its shape in feature_shape."
+        )
+    if not (np.issubdtype(np.dtype(dtype), np.number) or np.dtype(dtype) == bool):
+        raise StoreError(f"X in {str(path)!r} has dtype {dtype}, which is not numeric; store floats or integers.")
+    n, p = int(shape[0]), int(shape[1])
+    if n < 1 or p < 1:
+        raise StoreError(f"X in {str(path)!r} is empty (shape {tuple(shape)}); ingest at least one sample and one feature.")
+
+    y = smalls.get(schema.Y_NAME)
+    if y is not None:
+        y = _labels_array(y)
+        if y.shape != (n,):
+            raise StoreError(
+                f"y in {str(path)!r} has shape {y.shape} but X has {n} samples; give exactly one label per sample."
+            )
+    ids = {}
+    for name, length in ((schema.SAMPLE_IDS_NAME, n), (schema.FEATURE_IDS_NAME, p)):
+        arr = smalls.get(name)
+        if arr is not None:
+            arr = _labels_array(arr)
+            if arr.shape != (length,):
+                raise StoreError(f"{name} in {str(path)!r} has shape {arr.shape}, expected ({length},); rewrite the ids.")
+        ids[name] = arr
+
+    reader_cls = ZarrReader if fmt == "zarr" else HDF5Reader
+    chunks = (int(chunks[0]), int(chunks[1]))
+    reader = reader_cls(str(path), schema.X_NAME, (n, p), np.dtype(dtype), chunks)
+    X = da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=np.dtype(dtype)),
+                      name=f"wideml-X-{path.resolve()}-{_mtime_token(path)}")
+    if chunks[0] < n:
+        warnings.warn(
+            f"X in {str(path)!r} is chunked along samples ({chunks[0]} of {n} rows per chunk), so every pass stitches "
+            f"{-(-n // chunks[0])} chunks into each feature stripe; for faster passes run "
+            f"`wideml rechunk {path} OUT` to store full-height feature chunks.",
+            PerformanceWarning,
+            stacklevel=2,
+        )
+    feature_shape = attrs.get("feature_shape")
+    return FeatureStore(
+        path=path,
+        format=fmt,
+        X=X,
+        y=y,
+        sample_ids=ids[schema.SAMPLE_IDS_NAME],
+        feature_ids=ids[schema.FEATURE_IDS_NAME],
+        feature_shape=tuple(feature_shape) if feature_shape else None,
+        stored_chunks=chunks,
+        attrs=attrs,
+    )
+
+
+def _mtime_token(path: Path) -> str:
+    target = path / schema.X_NAME / "zarr.json" if path.is_dir() else path
+    try:
+        return str(os.stat(target).st_mtime_ns)
+    except OSError:
+        return "0"
+
+
+def _labels_array(values) -> np.ndarray:
+    """Labels as int64 (integers) or str (anything else), 1-D."""
+    arr = np.asarray(values)
+    if arr.dtype.kind in "OSUT":
+        arr = np.array([v.decode() if isinstance(v, bytes) else str(v) for v in arr.ravel()], dtype=str).reshape(arr.shape)
+    elif arr.dtype.kind in "iub":
+        arr = arr.astype(np.int64)
+    return arr
