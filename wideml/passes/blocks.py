@@ -1,0 +1,113 @@
+"""Walking a wide array one feature stripe at a time, and bounded tree reductions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+
+from wideml.exceptions import WidemlError
+
+
+class NonFiniteError(WidemlError):
+    """X holds NaN or inf (found during a pass)."""
+
+
+def feature_stripes(X: da.Array) -> tuple[list, np.ndarray]:
+    """Delayed full-height feature stripes of ``X`` and their global start offsets.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+        If X is chunked along samples too, each stripe concatenates its row
+        chunks (memory: one stripe, not the whole array).
+
+    Returns
+    -------
+    stripes : list of dask.delayed.Delayed
+        One delayed ndarray of shape (n_samples, p_j) per feature chunk.
+    offsets : ndarray of int64, shape (n_stripes,)
+        Index of each stripe's first feature.
+    """
+    if X.ndim != 2:
+        raise WidemlError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}; reshape it.")
+    if X.numblocks[0] > 1:
+        X = X.rechunk({0: -1})
+    stripes = list(X.to_delayed()[0])
+    offsets = np.concatenate([[0], np.cumsum(X.chunks[1])[:-1]]).astype(np.int64)
+    return stripes, offsets
+
+
+def check_finite(block: np.ndarray, offset: int) -> None:
+    """Raise :class:`NonFiniteError` naming the first feature index holding NaN or inf."""
+    if block.dtype.kind == "f" and not np.isfinite(block).all():
+        bad = ~np.isfinite(block)
+        col = int(np.argmax(bad.any(axis=0)))
+        row = int(np.argmax(bad[:, col]))
+        value = block[row, col]
+        raise NonFiniteError(
+            f"X holds {value} at feature index {offset + col} (sample {row}); remove or impute non-finite values before fitting."
+        )
+
+
+def tree_reduce(parts: Sequence[Any], combine: Callable[..., Any], width: int | None = None) -> Any:
+    """Reduce delayed partial results in a tree of fan-in ``width``.
+
+    A tree (rather than one task summing everything) lets each level free its
+    inputs, so no more than about ``width x depth`` n x n partial sums are alive
+    at once on any worker.
+    """
+    if width is None:
+        from wideml.runtime.config import config_value
+
+        width = int(config_value("tree-width"))
+    width = max(2, int(width))
+    level = list(parts)
+    if not level:
+        raise ValueError("nothing to reduce")
+    combine_d = dask.delayed(combine, pure=True)
+    while len(level) > 1:
+        level = [combine_d(*level[i : i + width]) if len(level[i : i + width]) > 1 else level[i] for i in range(0, len(level), width)]
+    return level[0]
+
+
+def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
+    """View numpy, dask, zarr or h5py input (or a FeatureStore) as a feature-chunked dask array.
+
+    numpy input gets full-height chunks of about the config ``chunk-size``;
+    dask input keeps its chunks; zarr / h5py arrays are chunked like their
+    storage (whole stored chunks per dask chunk).
+    """
+    from wideml.storage.featurestore import FeatureStore
+
+    if isinstance(X, FeatureStore):
+        return X.X
+    if isinstance(X, da.Array):
+        return X
+    shape = getattr(X, "shape", None)
+    if shape is None or not hasattr(X, "dtype"):
+        X = np.asarray(X)
+        shape = X.shape
+    if len(shape) != 2:
+        raise WidemlError(f"X must be 2-D (n_samples, n_features), got {len(shape)}-D shape {tuple(shape)}; reshape it.")
+    dtype = np.dtype(X.dtype) if not hasattr(X.dtype, "to_native_dtype") else X.dtype.to_native_dtype()
+    if not (np.issubdtype(dtype, np.number) or dtype == bool):
+        raise WidemlError(f"X has dtype {dtype}, which is not numeric; give floats or integers.")
+    stored = getattr(X, "chunks", None)
+    if feature_chunk is None:
+        if isinstance(stored, tuple) and len(stored) == 2 and all(isinstance(c, int) for c in stored):
+            feature_chunk = stored[1]
+        else:
+            from wideml.storage.writer import default_feature_chunk
+
+            feature_chunk = default_feature_chunk(shape[0], shape[1], max(4, dtype.itemsize))
+    lock = type(X).__module__.startswith("h5py")
+    return da.from_array(X, chunks=(shape[0], int(feature_chunk)), lock=lock, asarray=True)
+
+
+
+
+__all__ = ["NonFiniteError", "as_dask_array", "check_finite", "feature_stripes", "tree_reduce"]

@@ -1,0 +1,208 @@
+"""The one streaming pass: n x n Gram, class statistics and p-sized class centroids.
+
+For every full-height feature chunk X_j (n x p_j) the chunk task computes, in
+float64 unless told otherwise:
+
+- m_j, the pooled mean of each feature, and X_cj = X_j - 1 m_j^T (centring the
+  chunk before its product keeps precision when features carry large offsets);
+- G_j = X_cj X_cj^T (n x n), r_j = X_cj m_j (n) and s_j = m_j^T m_j, so the
+  raw Gram X X^T = G + r 1^T + 1 r^T + s 1 1^T is recoverable;
+- class sums and, optionally, class medians of the chunk, for the full sample
+  set and for each cross-validation training set; their centred cross-products
+  with X (n x K) and with each other (K x K);
+- the chunk's p-sized outputs (feature means, class means, class medians),
+  written chunk-aligned into a zarr group when one is given.
+
+Partial results are summed in a bounded tree, so at most a few n x n
+matrices are alive per worker whatever p is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import dask
+import dask.array as da
+import numpy as np
+
+from wideml.passes.blocks import check_finite, feature_stripes, tree_reduce
+
+#: Names of the p-sized arrays the pass writes into a model group.
+FEATURE_MEAN = "feature_mean"
+CLASS_MEANS = "class_means"
+CLASS_MEDIANS = "class_medians"
+
+
+@dataclass
+class MedianSet:
+    """Class medians over a subset of samples (the full data or one CV training set).
+
+    Attributes
+    ----------
+    P : ndarray of shape (n_samples, n_classes)
+        Cross-products X_c M_c^T of every sample with the centred class medians.
+    Q : ndarray of shape (n_classes, n_classes)
+        M_c M_c^T, the centred medians' Gram.
+    """
+
+    P: np.ndarray
+    Q: np.ndarray
+
+
+@dataclass
+class GramStats:
+    """Everything one pass over X yields (all n- or K-sized, float64).
+
+    Attributes
+    ----------
+    G : ndarray of shape (n_samples, n_samples)
+        Gram of the feature-mean-centred data, X_c X_c^T.
+    r : ndarray of shape (n_samples,)
+        X_c m, with m the p-vector of feature means.
+    s : float
+        m^T m.
+    n_features : int
+    medians : list of MedianSet
+        One per requested sample subset (empty if medians were not asked for).
+    """
+
+    G: np.ndarray
+    r: np.ndarray
+    s: float
+    n_features: int
+    medians: list[MedianSet] = field(default_factory=list)
+
+    def raw_gram(self) -> np.ndarray:
+        """X X^T of the uncentred data, shape (n_samples, n_samples)."""
+        return self.G + self.r[:, None] + self.r[None, :] + self.s
+
+    def sq_norms(self) -> np.ndarray:
+        """Squared row norms ||x_i||^2 of the uncentred data, shape (n_samples,)."""
+        return np.diag(self.G) + 2 * self.r + self.s
+
+
+def _group_medians(x: np.ndarray, codes: np.ndarray, n_classes: int) -> np.ndarray:
+    out = np.empty((n_classes, x.shape[1]))
+    for k in range(n_classes):
+        rows = x[codes == k]
+        out[k] = np.median(rows, axis=0) if len(rows) else np.nan
+    return out
+
+
+def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -> None:
+    if group_path is None:
+        return
+    import zarr
+
+    arr = zarr.open_array(f"{group_path}/{name}", mode="r+")
+    if values.ndim == 1:
+        arr[offset : offset + values.shape[0]] = values
+    else:
+        arr[:, offset : offset + values.shape[1]] = values
+
+
+def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_group):
+    block = np.asarray(block)
+    check_finite(block, int(offset))
+    x = block.astype(np.float64, copy=False)
+    m = x.mean(axis=0)
+    xc = x - m
+    if precision == "float32":
+        xs = xc.astype(np.float32)
+        G = (xs @ xs.T).astype(np.float64)
+    else:
+        G = xc @ xc.T
+    r = xc @ m
+    s = float(m @ m)
+    meds = []
+    for idx, sub_codes, is_full in median_sets:
+        M = _group_medians(x[idx], sub_codes, n_classes)
+        Mc = M - m
+        meds.append((xc @ Mc.T, Mc @ Mc.T))
+        if is_full:
+            _write(out_group, CLASS_MEDIANS, M, offset)
+    if out_group is not None:
+        onehot = np.zeros((len(codes), n_classes))
+        onehot[np.arange(len(codes)), codes] = 1.0
+        means = (onehot.T @ x) / onehot.sum(axis=0)[:, None]
+        _write(out_group, CLASS_MEANS, means, offset)
+        _write(out_group, FEATURE_MEAN, m, offset)
+    return G, r, s, meds
+
+
+def _combine(*parts):
+    G = parts[0][0].copy()
+    r = parts[0][1].copy()
+    s = parts[0][2]
+    meds = [(P.copy(), Q.copy()) for P, Q in parts[0][3]]
+    for Gp, rp, sp, mp in parts[1:]:
+        G += Gp
+        r += rp
+        s += sp
+        for (P, Q), (Pp, Qp) in zip(meds, mp):
+            P += Pp
+            Q += Qp
+    return G, r, s, meds
+
+
+def gram_pass(
+    X: da.Array,
+    codes: np.ndarray | None = None,
+    n_classes: int = 0,
+    *,
+    median_subsets: Sequence[np.ndarray] = (),
+    precision: str = "float64",
+    out_group: str | None = None,
+):
+    """Build the lazy one-pass graph over X (nothing is computed here).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+    codes : ndarray of int, shape (n_samples,), optional
+        Class index of every sample (0..n_classes-1); needed for class
+        statistics and for ``out_group``.
+    n_classes : int
+    median_subsets : sequence of ndarray of int
+        Sample index sets over which to compute class medians (e.g. the full
+        data, then each CV training set). An index set equal to all samples
+        also writes the medians to ``out_group``.
+    precision : {"float64", "float32"}
+        Precision of each chunk's Gram product. Centring and the sum across
+        chunks are always float64.
+    out_group : str, optional
+        Path of an existing zarr group with arrays ``feature_mean`` (p,),
+        ``class_means`` (K, p) and ``class_medians`` (K, p) chunked like X,
+        which the pass fills chunk by chunk.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a :class:`GramStats`. Computing it makes **one pass** over X.
+    """
+    stripes, offsets = feature_stripes(X)
+    n = X.shape[0]
+    sets = []
+    for idx in median_subsets:
+        idx = np.asarray(idx, dtype=np.int64)
+        sets.append((idx, codes[idx], len(idx) == n and np.array_equal(idx, np.arange(n))))
+    task = dask.delayed(_chunk_stats, pure=True)
+    parts = [task(s, int(o), codes, n_classes, sets, precision, out_group) for s, o in zip(stripes, offsets)]
+    total = tree_reduce(parts, _combine)
+    return dask.delayed(_finish, pure=True)(total, int(X.shape[1]))
+
+
+def _finish(total, n_features):
+    G, r, s, meds = total
+    G = (G + G.T) / 2
+    return GramStats(G=G, r=r, s=float(s), n_features=n_features, medians=[MedianSet(P, Q) for P, Q in meds])
+
+
+def gram(X) -> np.ndarray:
+    """The raw Gram X X^T (float64, n x n) of numpy/dask/zarr/h5py input in one pass."""
+    from wideml.passes.blocks import as_dask_array
+    from wideml.runtime import compute
+
+    (stats,) = compute(gram_pass(as_dask_array(X)), label="Gram pass")
+    return stats.raw_gram()
