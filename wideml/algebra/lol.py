@@ -142,7 +142,7 @@ def _check_components(n_components: int, available: int, method: str, detail: st
         )
 
 
-def pca_projection(G: np.ndarray, n_components: int) -> Projection:
+def pca_projection(G: np.ndarray, n_components: int, n_features: int | None = None) -> Projection:
     """PCA: top eigenvectors of the pooled-mean-centred Gram (labels ignored).
 
     Parameters
@@ -150,18 +150,22 @@ def pca_projection(G: np.ndarray, n_components: int) -> Projection:
     G : ndarray of shape (n_train, n_train)
         Centred Gram of the training samples.
     n_components : int
+    n_features : int, optional
+        p, which also bounds the rank.
     """
     n = G.shape[0]
-    _check_components(n_components, n - 1, "PCA", f"n_samples - 1 = {n - 1}")
+    rank = min(n - 1, n_features or n)
+    _check_components(n_components, rank, "PCA", f"min(n_samples - 1, n_features) = {rank}")
     S = pool_center_gram(G)
     vals, coef = _eigen_columns(S, n_components, "principal")
     return Projection(pool_center_rows(coef), np.zeros((0, n_components)), ["eigen"] * n_components, vals)
 
 
-def rrlda_projection(G: np.ndarray, codes: np.ndarray, n_classes: int, n_components: int) -> Projection:
+def rrlda_projection(G: np.ndarray, codes: np.ndarray, n_classes: int, n_components: int, n_features: int | None = None) -> Projection:
     """rrLDA / class-centred PCA: top eigenvectors of C^T G C."""
     n = G.shape[0]
-    _check_components(n_components, n - n_classes, "rrLDA", f"n_samples - n_classes = {n - n_classes}")
+    rank = min(n - n_classes, n_features or n)
+    _check_components(n_components, rank, "rrLDA", f"min(n_samples - n_classes, n_features) = {rank}")
     S = class_center_gram(G, codes, n_classes)
     vals, coef = _eigen_columns(S, n_components, "class-centred")
     return Projection(class_center_rows(coef, codes, n_classes), np.zeros((n_classes, n_components)), ["eigen"] * n_components, vals)
@@ -203,6 +207,7 @@ def lol_projection(
     P: np.ndarray | None = None,
     Q: np.ndarray | None = None,
     orthogonalize: bool = False,
+    n_features: int | None = None,
 ) -> Projection:
     """LOL / robust LOL / QOQ: A = [unit class-centroid differences, top second-moment directions].
 
@@ -227,6 +232,8 @@ def lol_projection(
         Centred medians' Gram.
     orthogonalize : bool
         Orthonormalise the columns (prefix-stable, so nesting in d is kept).
+    n_features : int, optional
+        p, which also bounds the rank of the second moment.
 
     Returns
     -------
@@ -235,11 +242,12 @@ def lol_projection(
     n = G.shape[0]
     n_deltas = min(n_components, n_classes - 1)
     n_eigen = n_components - n_deltas
+    p = n_features or n
     if second_moment == "linear":
-        available = (n_classes - 1) + (n - n_classes)
-        detail = f"K-1 = {n_classes - 1} centroid differences + n_samples - K = {n - n_classes} class-centred directions"
+        available = (n_classes - 1) + min(n - n_classes, p)
+        detail = f"K-1 = {n_classes - 1} centroid differences + min(n_samples - K, n_features) = {min(n - n_classes, p)} class-centred directions"
     else:
-        available = (n_classes - 1) + int(np.sum(np.maximum(np.bincount(codes, minlength=n_classes) - 1, 0)))
+        available = (n_classes - 1) + int(np.sum(np.minimum(np.maximum(np.bincount(codes, minlength=n_classes) - 1, 0), p)))
         detail = "K-1 centroid differences + the per-class directions"
     _check_components(n_components, available, "LOL" if second_moment == "linear" else "QOQ", detail)
     if first_moment == "median":

@@ -1,0 +1,199 @@
+"""Shared fit/transform machinery of the Gram-based projections (LOL, QOQ, PCA, rrLDA)."""
+
+from __future__ import annotations
+
+import numbers
+
+import dask.array as da
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from wideml.algebra.lol import Projection
+from wideml.estimators._input import FitInput, fit_input, predict_input
+from wideml.estimators._workdir import new_model_group
+from wideml.exceptions import WidemlError
+from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
+from wideml.passes.loadings import LOADINGS, emit_pass, project_pass
+from wideml.runtime import compute
+
+SOLVERS = ("auto", "gram")
+PRECISIONS = ("float64", "float32")
+
+
+class GramProjector(TransformerMixin, BaseEstimator):
+    """Base class: one Gram pass, n x n algebra, one emit pass.
+
+    Subclasses implement :meth:`_projection` (pure algebra on the Gram) and
+    :meth:`_uses_medians`.
+    """
+
+    #: Passes over X made by ``fit`` (Gram/statistics pass + emit pass).
+    n_fit_passes = 2
+
+    def _uses_medians(self) -> bool:
+        return False
+
+    def _projection(self, G, codes, n_classes, P, Q, n_features, n_components) -> Projection:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- parameters -----------------------------------------------------------------
+    def _validate_common(self) -> None:
+        n = self.n_components
+        if n is not None and (not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1):
+            raise WidemlError(f"n_components must be a positive integer, got {n!r}.")
+        if self.solver not in SOLVERS:
+            raise WidemlError(f"solver={self.solver!r} is not one of {', '.join(map(repr, SOLVERS))}.")
+        if self.precision not in PRECISIONS:
+            raise WidemlError(f"precision={self.precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
+
+    def _resolved_precision(self, dtype) -> str:
+        return self.precision
+
+    def _default_components(self, data: FitInput) -> int:
+        return min(data.n_classes, max(1, data.n_samples - 1))
+
+    # -- fit ---------------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Fit the projection.
+
+        Parameters
+        ----------
+        X : array-like, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Labels (taken from the store when X is a FeatureStore and y is None).
+
+        Returns
+        -------
+        self
+
+        Notes
+        -----
+        Makes **two passes** over X: the Gram/class-statistics pass, then the
+        emit pass that writes the p x d loadings chunk by chunk.
+        """
+        self._validate_common()
+        data = fit_input(X, y)
+        self._fit_data(data)
+        return self
+
+    def _fit_data(self, data: FitInput) -> None:
+        n, p, K = data.n_samples, data.n_features, data.n_classes
+        d = self.n_components if self.n_components is not None else self._default_components(data)
+        median = self._uses_medians()
+        group = None
+        if not data.in_memory:
+            width = data.X.chunks[1][0]
+            group = new_model_group(
+                self, getattr(self, "workdir", None),
+                {FEATURE_MEAN: ((p,), (width,)), CLASS_MEANS: ((K, p), (K, width)), CLASS_MEDIANS: ((K, p), (K, width))},
+            )
+        precision = self._resolved_precision(data.X.dtype)
+        label = type(self).__name__
+        (stats,) = compute(
+            gram_pass(data.X, data.codes, K, median_subsets=[np.arange(n)] if median else [], precision=precision, out_group=group),
+            label=f"{label} fit, pass 1/2: Gram and class statistics",
+        )
+        P, Q = (stats.medians[0].P, stats.medians[0].Q) if median else (None, None)
+        proj = self._projection(stats.G, data.codes, K, P, Q, p, d)
+        medians = None
+        if median:
+            if data.in_memory:
+                x = data.numpy_X
+                medians = np.stack([np.median(x[data.codes == k], axis=0) for k in range(K)])
+            else:
+                medians = da.from_zarr(f"{group}/{CLASS_MEDIANS}")
+        if group is not None:
+            import zarr
+
+            zarr.open_group(group, mode="r+").create_array(
+                LOADINGS, shape=(p, d), chunks=(data.X.chunks[1][0], d), dtype=np.float64, compressors=None, fill_value=0.0
+            )
+        (emitted,) = compute(
+            emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians),
+            label=f"{label} fit, pass 2/2: emit loadings",
+        )
+        shift, A = emitted
+        self.classes_ = data.classes
+        self.n_features_in_ = p
+        self.n_components_ = d
+        self.offset_ = np.asarray(shift, dtype=np.float64)
+        self.embedding_ = proj.embed(stats.G, P)
+        self.eigenvalues_ = proj.eigenvalues
+        self.component_kinds_ = list(proj.kinds)
+        self.solver_ = "gram"
+        self.precision_ = precision
+        self.provenance_ = dict(data.source)
+        self._group = group
+        self.components_ = A.T if A is not None else da.from_zarr(f"{group}/{LOADINGS}").T
+        if group is not None:
+            self.class_means_ = da.from_zarr(f"{group}/{CLASS_MEANS}")
+
+    # -- transform ---------------------------------------------------------------------
+    def transform(self, X):
+        """Project X onto the fitted components.
+
+        Parameters
+        ----------
+        X : array-like, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+            Coordinates X A - m^T A, the same centred coordinates as ``embedding_``.
+
+        Notes
+        -----
+        Makes **one pass** over X (and reads the loadings once).
+        """
+        check_is_fitted(self, "components_")
+        Xd = predict_input(X, self.n_features_in_)
+        (Z,) = compute(project_pass(Xd, self.components_.T), label=f"{type(self).__name__} transform: one pass")
+        return Z - self.offset_
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fit, then return the training embedding (from the Gram: no extra pass)."""
+        return self.fit(X, y).embedding_
+
+    # -- model store -------------------------------------------------------------------
+    def _model_state(self):
+        check_is_fitted(self, "components_")
+        state = {
+            "n_features_in": int(self.n_features_in_),
+            "n_components": int(self.n_components_),
+            "component_kinds": self.component_kinds_,
+            "solver": self.solver_,
+            "precision": self.precision_,
+        }
+        arrays = {
+            "classes": self.classes_,
+            "offset": self.offset_,
+            "embedding": self.embedding_,
+            "eigenvalues": self.eigenvalues_,
+            "loadings": self.components_.T,
+        }
+        if getattr(self, "class_means_", None) is not None:
+            arrays["class_means"] = self.class_means_
+        return state, arrays
+
+    @classmethod
+    def _from_model_state(cls, params, state, arrays):
+        est = cls(**params)
+        est.classes_ = np.asarray(arrays["classes"][...])
+        est.n_features_in_ = state["n_features_in"]
+        est.n_components_ = state["n_components"]
+        est.component_kinds_ = state["component_kinds"]
+        est.solver_ = state["solver"]
+        est.precision_ = state["precision"]
+        est.offset_ = np.asarray(arrays["offset"][...])
+        est.embedding_ = np.asarray(arrays["embedding"][...])
+        est.eigenvalues_ = np.asarray(arrays["eigenvalues"][...])
+        est.components_ = da.from_zarr(arrays["loadings"]).T
+        if "class_means" in arrays:
+            est.class_means_ = da.from_zarr(arrays["class_means"])
+        return est
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags

@@ -1,0 +1,117 @@
+"""Passes that use a fitted projection: emit p-sized loadings, project new data.
+
+Loadings A (p x d) are written chunk-aligned with X, so their chunk j is
+computed from X's chunk j alone: A_j = X_j^T B + M_j^T D_m, with M_j the
+chunk's class medians (read back from the model group) when D_m is
+non-zero. The same task returns m_j^T A_j (m_j the chunk's feature means),
+whose sum is the offset that maps raw projections X_new A onto the
+centred coordinates used during fit.
+"""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+
+from wideml.passes.blocks import check_finite, feature_stripes, tree_reduce
+
+LOADINGS = "loadings"
+
+
+def _emit_chunk(block, offset, B, Dm, med, group_path, keep):
+    block = np.asarray(block)
+    x = block.astype(np.float64, copy=False)
+    A = x.T @ B
+    if Dm is not None:
+        A += np.asarray(med, dtype=np.float64).T @ Dm
+    shift = x.mean(axis=0) @ A
+    if group_path is not None:
+        import zarr
+
+        zarr.open_array(f"{group_path}/{LOADINGS}", mode="r+")[offset : offset + x.shape[1], :] = A
+    return (shift, A if keep else None)
+
+
+def _sum_shift(*parts):
+    return (sum(p[0] for p in parts), None)
+
+
+def emit_pass(X: da.Array, B: np.ndarray, Dm: np.ndarray | None = None, group_path: str | None = None, medians=None):
+    """Lazy graph computing the loadings A = X^T B + M^T Dm chunk by chunk (**one pass** over X).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+    B : ndarray of shape (n_samples, d)
+        Coefficients on the samples (zero rows for samples outside the training set).
+    Dm : ndarray of shape (n_classes, d), optional
+        Coefficients on the class medians.
+    medians : ndarray or dask array of shape (n_classes, n_features), optional
+        The class medians (needed with ``Dm``), read chunk by chunk.
+    group_path : str, optional
+        zarr group holding an empty ``loadings`` array (p, d) chunked like X,
+        filled in place. Without it, the loadings are returned in memory
+        (only for data that fits in RAM anyway).
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to ``(shift, A)``: shift = m^T A (d,), with m the feature
+        means; A the (p, d) loadings when ``group_path`` is None, else None.
+    """
+    stripes, offsets = feature_stripes(X)
+    keep = group_path is None
+    med_blocks = _aligned_blocks(medians, X.chunks[1], offsets, axis=1) if Dm is not None else [None] * len(stripes)
+    task = dask.delayed(_emit_chunk, pure=True)
+    parts = [task(s, int(o), B, Dm, mb, group_path, keep) for s, o, mb in zip(stripes, offsets, med_blocks)]
+    shift = tree_reduce(parts, _sum_shift)
+    if keep:
+        return dask.delayed(lambda sh, *blocks: (sh[0], np.vstack([b[1] for b in blocks])), pure=True)(shift, *parts)
+    return dask.delayed(lambda sh: (sh[0], None), pure=True)(shift)
+
+
+def _aligned_blocks(A, widths, offsets, axis: int) -> list:
+    """Blocks of A (numpy, zarr or dask) along ``axis`` matching X's feature chunks."""
+    if isinstance(A, np.ndarray):
+        sl = (lambda o, w: A[:, o : o + w]) if axis == 1 else (lambda o, w: A[o : o + w])
+        return [sl(o, w) for o, w in zip(offsets, widths)]
+    A_d = A if isinstance(A, da.Array) else da.from_array(A, chunks=A.chunks)
+    chunks = [(s,) for s in A_d.shape]
+    chunks[axis] = tuple(widths)
+    A_d = A_d.rechunk(tuple(chunks))
+    blocks = A_d.to_delayed()
+    return list(blocks[0, :]) if axis == 1 else list(blocks[:, 0])
+
+
+def _project_chunk(block, offset, A_block):
+    block = np.asarray(block)
+    check_finite(block, int(offset))
+    return block.astype(np.float64, copy=False) @ np.asarray(A_block, dtype=np.float64)
+
+
+def _add(*parts):
+    out = parts[0].copy()
+    for p in parts[1:]:
+        out += p
+    return out
+
+
+def project_pass(X: da.Array, A) -> "dask.delayed.Delayed":
+    """Lazy X @ A over feature chunks (**one pass** over X; A is read chunk by chunk).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (m, p)
+    A : ndarray or dask.array.Array or zarr array of shape (p, d)
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to an ndarray of shape (m, d).
+    """
+    stripes, offsets = feature_stripes(X)
+    A_blocks = _aligned_blocks(A, X.chunks[1], offsets, axis=0)
+    task = dask.delayed(_project_chunk, pure=True)
+    parts = [task(s, int(o), a) for s, o, a in zip(stripes, offsets, A_blocks)]
+    return tree_reduce(parts, _add)
