@@ -3,5 +3,19 @@
 __version__ = "0.1.0"
 
 from wideml.storage import create_store, open_store, write_store  # noqa: E402
+from wideml.storage.model import load_model, save_model  # noqa: E402
+from wideml.estimators import LOL, PCA, RRLDA, EmbeddingClassifier, cross_validate_dims  # noqa: E402
 
-__all__ = ["__version__", "create_store", "open_store", "write_store"]
+__all__ = [
+    "LOL",
+    "PCA",
+    "RRLDA",
+    "EmbeddingClassifier",
+    "__version__",
+    "create_store",
+    "cross_validate_dims",
+    "load_model",
+    "open_store",
+    "save_model",
+    "write_store",
+]

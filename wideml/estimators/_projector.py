@@ -115,6 +115,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
         )
         shift, A = emitted
         self.classes_ = data.classes
+        self.train_codes_ = data.codes
         self.n_features_in_ = p
         self.n_components_ = d
         self.offset_ = np.asarray(shift, dtype=np.float64)
@@ -167,6 +168,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
         }
         arrays = {
             "classes": self.classes_,
+            "train_codes": self.train_codes_,
             "offset": self.offset_,
             "embedding": self.embedding_,
             "eigenvalues": self.eigenvalues_,
@@ -180,6 +182,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
     def _from_model_state(cls, params, state, arrays):
         est = cls(**params)
         est.classes_ = np.asarray(arrays["classes"][...])
+        est.train_codes_ = np.asarray(arrays["train_codes"][...])
         est.n_features_in_ = state["n_features_in"]
         est.n_components_ = state["n_components"]
         est.component_kinds_ = state["component_kinds"]

@@ -1,0 +1,188 @@
+"""``wideml fit``, ``wideml transform``, ``wideml predict`` and ``wideml cv``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from wideml.exceptions import WidemlError
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def register(sub, common) -> None:
+    from wideml.estimators.registry import METHODS
+
+    p = sub.add_parser("fit", parents=[common], help="fit a method on a store and save the model (a zarr group)")
+    p.add_argument("method", help=f"one of: {', '.join(METHODS)}")
+    p.add_argument("store", help="training feature store (must hold labels y)")
+    p.add_argument("-o", "--output", required=True, help="model directory to write")
+    p.add_argument("--n-components", type=_positive_int, help="embedding dimension d (default: number of classes)")
+    p.add_argument("--classifier", choices=("lda", "qda"), help="classifier on the embedding (default: qda for qoq, else lda)")
+    p.add_argument("--no-robust", action="store_true", help="class means instead of medians for LOL/QOQ centroid differences")
+    p.add_argument("--orthogonalize", action="store_true", help="orthonormalise the LOL/QOQ directions")
+    p.add_argument("--precision", choices=("float64", "float32"), default="float64", help="precision of each chunk's Gram product")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing model")
+    p.set_defaults(handler=run_fit)
+
+    p = sub.add_parser("transform", parents=[common], help="embed a store with a fitted model (one pass)")
+    p.add_argument("model")
+    p.add_argument("store")
+    p.add_argument("-o", "--output", required=True, help="output .npy or .csv (n_samples x n_components)")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(handler=run_transform)
+
+    p = sub.add_parser("predict", parents=[common], help="predict labels of a store with a fitted model (one pass)")
+    p.add_argument("model")
+    p.add_argument("store")
+    p.add_argument("-o", "--output", help="write predictions (and probabilities) as CSV")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(handler=run_predict)
+
+    p = sub.add_parser("cv", parents=[common], help="cross-validated error against dimension for several methods, from one pass")
+    p.add_argument("store")
+    p.add_argument("--methods", default="lol,pca,rrlda", help="comma-separated methods (default lol,pca,rrlda)")
+    p.add_argument("--max-dim", type=_positive_int, default=20, help="largest embedding dimension (default 20)")
+    p.add_argument("--folds", type=_positive_int, default=10, help="number of stratified folds (default 10)")
+    p.add_argument("--classifier", choices=("lda", "qda"), default="lda")
+    p.add_argument("--seed", type=int, default=0, help="fold shuffling seed")
+    p.add_argument("-o", "--output", help="JSON report path")
+    p.add_argument("--plot", help="PNG of error against dimension")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(handler=run_cv)
+
+
+def _check_new_output(path: str | None, overwrite: bool) -> None:
+    if path:
+        from wideml.storage.atomic import check_output
+
+        check_output(path, overwrite)
+
+
+def _build(method_name: str, args) -> object:
+    from wideml.estimators.classifier import EmbeddingClassifier
+    from wideml.estimators.registry import get_method
+
+    method = get_method(method_name)
+    emb = method.build(n_components=getattr(args, "n_components", None), robust=not getattr(args, "no_robust", False),
+                       orthogonalize=getattr(args, "orthogonalize", False), precision=getattr(args, "precision", "float64"))
+    if not method.gram_based:
+        return emb
+    return EmbeddingClassifier(emb, getattr(args, "classifier", None) or method.classifier)
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    from wideml.storage import open_store
+    from wideml.storage.model import save_model
+
+    _check_new_output(args.output, args.overwrite)
+    est = _build(args.method, args)
+    store = open_store(args.store)
+    if store.y is None:
+        raise WidemlError(f"store {args.store!r} holds no labels y; fitting needs a labelled store.")
+    est.fit(store)
+    save_model(est, args.output, overwrite=args.overwrite,
+               provenance={"store": str(Path(args.store).resolve()), "n_samples": store.n_samples, "n_features": store.n_features})
+    emb = getattr(est, "embedding_", est)
+    print(f"fitted {args.method} on {store.n_samples} samples x {store.n_features} features "
+          f"(d = {getattr(emb, 'n_components_', '?')}, solver = {getattr(emb, 'solver_', 'n/a')}); model written to {args.output}")
+    return 0
+
+
+def run_transform(args: argparse.Namespace) -> int:
+    from wideml.storage import open_store
+    from wideml.storage.model import load_model
+
+    _check_new_output(args.output, args.overwrite)
+    if not args.output.endswith((".npy", ".csv")):
+        raise WidemlError(f"output {args.output!r} must end in .npy or .csv.")
+    model = load_model(args.model)
+    Z = model.transform(open_store(args.store))
+    _write_atomic(args.output, lambda tmp: np.save(tmp, Z) if args.output.endswith(".npy") else np.savetxt(tmp, Z, delimiter=","))
+    print(f"wrote {Z.shape[0]} x {Z.shape[1]} embedding to {args.output}")
+    return 0
+
+
+def _write_atomic(path: str, write) -> None:
+    import os
+
+    tmp = f"{path}.partial"
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    from wideml.storage import open_store
+    from wideml.storage.model import load_model
+
+    _check_new_output(args.output, args.overwrite)
+    model = load_model(args.model)
+    if not hasattr(model, "predict"):
+        raise WidemlError(f"model {args.model!r} is an embedding without a classifier; use `wideml transform`.")
+    store = open_store(args.store)
+    proba = model.predict_proba(store) if hasattr(model, "predict_proba") else None
+    pred = model.classes_[np.argmax(proba, axis=1)] if proba is not None else model.predict(store)
+    ids = store.sample_ids if store.sample_ids is not None else np.arange(store.n_samples)
+    if args.output:
+        def write(fh):
+            header = "sample_id,prediction" + ("".join(f",p_{c}" for c in model.classes_) if proba is not None else "")
+            fh.write((header + "\n").encode())
+            for i in range(len(pred)):
+                row = f"{ids[i]},{pred[i]}" + ("".join(f",{v:.6g}" for v in proba[i]) if proba is not None else "")
+                fh.write((row + "\n").encode())
+        _write_atomic(args.output, write)
+        print(f"wrote {len(pred)} predictions to {args.output}")
+    else:
+        for i in range(len(pred)):
+            print(f"{ids[i]}\t{pred[i]}")
+    if store.y is not None:
+        unseen = sorted(set(np.unique(store.y).tolist()) - set(model.classes_.tolist()))
+        acc = float(np.mean(pred.astype(str) == store.y.astype(str)))
+        note = f" (labels {unseen} were not seen in training)" if unseen else ""
+        print(f"accuracy against the store's labels: {acc:.4f} (error {1 - acc:.4f}){note}", file=sys.stderr)
+    return 0
+
+
+def run_cv(args: argparse.Namespace) -> int:
+    from wideml.estimators.cv import cross_validate_dims
+    from wideml.estimators.registry import get_method
+    from wideml.storage import open_store
+
+    _check_new_output(args.output, args.overwrite)
+    _check_new_output(args.plot, args.overwrite)
+    names = [m.strip() for m in args.methods.split(",") if m.strip()]
+    methods = {name: get_method(name) for name in names}
+    estimators = {name: m.build(n_components=args.max_dim) for name, m in methods.items() if m.gram_based}
+    other = [name for name, m in methods.items() if not m.gram_based]
+    if other:
+        raise WidemlError(f"cv against dimension is for the Gram-based methods; {', '.join(other)} have no dimension to choose.")
+    store = open_store(args.store)
+    report = cross_validate_dims(estimators, store, cv=args.folds, classifier=args.classifier, random_state=args.seed)
+    print(report.table())
+    if args.output:
+        out = report.to_dict() | {"store": str(Path(args.store).resolve())}
+        _write_atomic(args.output, lambda fh: fh.write(json.dumps(out, indent=2).encode()))
+        print(f"report written to {args.output}")
+    if args.plot:
+        from wideml.cli.plots import plot_cv
+
+        _write_atomic(args.plot, lambda fh: plot_cv(report, fh, title=f"{Path(args.store).name}: {report.n_folds}-fold CV"))
+        print(f"plot written to {args.plot}")
+    return 0

@@ -1,0 +1,34 @@
+"""Figures written by the command line (matplotlib, the ``plot`` extra)."""
+
+from __future__ import annotations
+
+from wideml.exceptions import WidemlError
+
+
+def plot_cv(report, fh, title: str = "") -> None:
+    """Error against embedding dimension, one line per method with a ±1 sd band, chance dashed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise WidemlError("writing a plot needs matplotlib; install it with `pip install wideml[plot]`.") from None
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    for name, r in report.results.items():
+        d, e, s = np.array(r.dims), np.array(r.errors), np.array(r.stds)
+        (line,) = ax.plot(d, e, marker="o", ms=3, label=f"{name.upper()} (best d={r.best_dim}, {r.best_error:.3f})")
+        ax.fill_between(d, np.clip(e - s, 0, 1), np.clip(e + s, 0, 1), color=line.get_color(), alpha=0.15)
+        ax.plot([r.best_dim], [r.best_error], marker="*", ms=12, color=line.get_color())
+    ax.axhline(report.chance_error, ls="--", color="grey", lw=1, label="chance")
+    ax.set_xlabel("embedding dimension d")
+    ax.set_ylabel(f"{report.classifier.upper()} misclassification rate")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title or "cross-validated error against dimension")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(fh, format="png")
+    plt.close(fig)

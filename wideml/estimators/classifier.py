@@ -1,0 +1,104 @@
+"""Classification on an embedding: LOL/QOQ/PCA/rrLDA followed by scikit-learn's LDA or QDA."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
+from sklearn.utils.validation import check_is_fitted
+
+from wideml.exceptions import WidemlError
+
+CLASSIFIERS = ("lda", "qda")
+
+
+def make_classifier(name: str):
+    """scikit-learn's LDA or QDA, by name."""
+    if name == "lda":
+        return LinearDiscriminantAnalysis()
+    if name == "qda":
+        return QuadraticDiscriminantAnalysis(reg_param=1e-6)
+    raise WidemlError(f"classifier={name!r} is not one of {', '.join(map(repr, CLASSIFIERS))}.")
+
+
+class EmbeddingClassifier(ClassifierMixin, BaseEstimator):
+    """An embedding (LOL, QOQ, PCA, rrLDA) followed by LDA or QDA on the embedded samples.
+
+    The classifier is trained on the embedding's ``embedding_`` (computed
+    from the Gram, no extra pass), so ``fit`` costs what the embedding's fit
+    costs (2 passes) and ``predict`` one pass over the new data.
+
+    Parameters
+    ----------
+    embedding : wideml projector, default LOL()
+    classifier : {"lda", "qda"}, default "lda"
+
+    Attributes
+    ----------
+    embedding_ : fitted projector
+    classifier_ : fitted LinearDiscriminantAnalysis or QuadraticDiscriminantAnalysis
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    """
+
+    def __init__(self, embedding=None, classifier="lda"):
+        self.embedding = embedding
+        self.classifier = classifier
+
+    def fit(self, X, y=None):
+        """Fit the embedding (2 passes over X), then the classifier on the training embedding."""
+        from wideml.estimators.lol import LOL
+
+        clf = make_classifier(self.classifier)
+        emb = clone(self.embedding) if self.embedding is not None else LOL()
+        emb.fit(X, y)
+        self.embedding_ = emb
+        self._fit_classifier(clf, emb.embedding_, emb.classes_)
+        return self
+
+    def _fit_classifier(self, clf, Z, classes):
+        self.classifier_ = clf.fit(Z, classes[self.embedding_.train_codes_])
+        self.classes_ = classes
+        self.n_features_in_ = self.embedding_.n_features_in_
+
+    def _embed(self, X):
+        check_is_fitted(self, "classifier_")
+        return self.embedding_.transform(X)
+
+    def predict(self, X):
+        """Predicted labels, shape (n_samples,); one pass over X."""
+        return self.classifier_.predict(self._embed(X))
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes); one pass over X."""
+        return self.classifier_.predict_proba(self._embed(X))
+
+    def transform(self, X):
+        """The embedding of X, shape (n_samples, n_components); one pass over X."""
+        return self._embed(X)
+
+    def decision_function(self, X):
+        return self.classifier_.decision_function(self._embed(X))
+
+    # -- model store -------------------------------------------------------------------
+    def _model_state(self):
+        check_is_fitted(self, "classifier_")
+        state, arrays = self.embedding_._model_state()
+        return {"embedding_class": f"{type(self.embedding_).__module__}.{type(self.embedding_).__qualname__}",
+                "embedding_params": self.embedding_.get_params(deep=False), "embedding_state": state}, arrays
+
+    @classmethod
+    def _from_model_state(cls, params, state, arrays):
+        from wideml.storage.model import _import_class, _unjson
+
+        emb_cls = _import_class(state["embedding_class"])
+        emb = emb_cls._from_model_state(_unjson(state["embedding_params"]), state["embedding_state"], arrays)
+        est = cls(**params)
+        est.embedding_ = emb
+        est._fit_classifier(make_classifier(est.classifier), emb.embedding_, emb.classes_)
+        return est
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags

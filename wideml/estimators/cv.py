@@ -1,0 +1,164 @@
+"""Cross-validated choice of the embedding dimension from one Gram pass (zero extra passes)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from sklearn.model_selection import StratifiedKFold, check_cv
+
+from wideml.estimators._input import fit_input
+from wideml.estimators._projector import GramProjector
+from wideml.estimators.classifier import make_classifier
+from wideml.exceptions import WidemlError
+from wideml.passes.gram import gram_pass
+from wideml.runtime import compute
+
+
+@dataclass
+class DimensionCV:
+    """Cross-validated error against dimension for one method.
+
+    Attributes
+    ----------
+    method : str
+    dims : list of int
+    errors : list of float
+        Mean misclassification rate over folds, per dimension.
+    stds : list of float
+        Standard deviation over folds, per dimension.
+    fold_errors : list of list of float
+        (n_folds, n_dims).
+    best_dim : int
+        Smallest dimension reaching the lowest mean error.
+    best_error : float
+    """
+
+    method: str
+    dims: list[int]
+    errors: list[float]
+    stds: list[float]
+    fold_errors: list[list[float]]
+    best_dim: int
+    best_error: float
+
+
+@dataclass
+class CVReport:
+    """Result of :func:`cross_validate_dims`: one :class:`DimensionCV` per method, and the pass count."""
+
+    results: dict[str, DimensionCV]
+    n_folds: int
+    classifier: str
+    n_passes: int = 1
+    chance_error: float = field(default=float("nan"))
+
+    def to_dict(self) -> dict:
+        return {
+            "n_folds": self.n_folds,
+            "classifier": self.classifier,
+            "n_passes": self.n_passes,
+            "chance_error": self.chance_error,
+            "results": {k: asdict(v) for k, v in self.results.items()},
+        }
+
+    def table(self) -> str:
+        """A plain-text summary: best dimension and error per method."""
+        lines = [f"{'method':<10} {'best d':>7} {'error':>8}   ({self.n_folds}-fold CV, {self.classifier.upper()}, {self.n_passes} pass over X)"]
+        for name, r in self.results.items():
+            lines.append(f"{name:<10} {r.best_dim:>7d} {r.best_error:>8.4f}")
+        lines.append(f"{'chance':<10} {'':>7} {self.chance_error:>8.4f}")
+        return "\n".join(lines)
+
+
+def cross_validate_dims(
+    estimators,
+    X,
+    y=None,
+    *,
+    cv=10,
+    classifier: str = "lda",
+    dims=None,
+    random_state: int | None = 0,
+) -> CVReport:
+    """Cross-validated error of LDA/QDA on every embedding dimension d <= d_max, from one pass.
+
+    One streaming pass over X yields the centred Gram G (and, for robust LOL,
+    the per-fold class medians' cross-products). Each fold's projection is
+    then computed from the principal sub-block G[train, train]; every
+    sample's embedding is G[:, train] B; and every d <= d_max is a prefix of
+    the d_max embedding. So all folds and all dimensions of all methods cost
+    **one pass over X in total**, zero beyond it.
+
+    Parameters
+    ----------
+    estimators : projector or dict of str -> projector
+        LOL / PCA / RRLDA instances; each one's ``n_components`` is its d_max.
+    X : array-like, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,), optional (taken from the store)
+    cv : int or cross-validation splitter, default 10
+        An int means stratified, shuffled k-fold with ``random_state``.
+    classifier : {"lda", "qda"}
+    dims : sequence of int, optional
+        Dimensions to evaluate (default 1..d_max).
+    random_state : int or None
+
+    Returns
+    -------
+    CVReport
+    """
+    if isinstance(estimators, GramProjector):
+        estimators = {type(estimators).__name__.lower(): estimators}
+    if not estimators:
+        raise WidemlError("no methods to cross-validate; give at least one of lol, pca, rrlda, qoq.")
+    for name, est in estimators.items():
+        if not isinstance(est, GramProjector):
+            raise WidemlError(f"method {name!r} is a {type(est).__name__}, not a Gram-based projector (LOL, PCA, RRLDA).")
+        est._validate_common()
+    make_classifier(classifier)
+    data = fit_input(X, y)
+    n, K = data.n_samples, data.n_classes
+    min_count = int(np.bincount(data.codes).min())
+    if isinstance(cv, int):
+        if cv < 2:
+            raise WidemlError(f"cv={cv} folds is too few; use at least 2.")
+        if cv > min_count:
+            raise WidemlError(
+                f"cv={cv} folds need at least {cv} samples in every class, but the smallest class has {min_count}; lower cv."
+            )
+        cv = StratifiedKFold(cv, shuffle=True, random_state=random_state)
+    cv = check_cv(cv, data.y, classifier=True)
+    folds = list(cv.split(np.zeros((n, 1)), data.codes))
+    robust = any(est._uses_medians() for est in estimators.values())
+    (stats,) = compute(
+        gram_pass(data.X, data.codes, K, median_subsets=[tr for tr, _ in folds] if robust else [], precision="float64"),
+        label=f"cross-validation: one pass for {len(folds)} folds x {len(estimators)} method(s)",
+    )
+    results = {}
+    for name, est in estimators.items():
+        d_max = est.n_components if est.n_components is not None else est._default_components(data)
+        grid = sorted({int(d) for d in (dims if dims is not None else range(1, d_max + 1)) if 1 <= int(d) <= d_max})
+        fold_errors = np.zeros((len(folds), len(grid)))
+        for f, (train, test) in enumerate(folds):
+            tr_codes = data.codes[train]
+            if len(np.unique(tr_codes)) < K:
+                raise WidemlError(f"fold {f} has no training sample of some class; use stratified folds or fewer folds.")
+            P = stats.medians[f].P if (robust and est._uses_medians()) else None
+            Q = stats.medians[f].Q if (robust and est._uses_medians()) else None
+            proj = est._projection(stats.G[np.ix_(train, train)], tr_codes, K, P[train] if P is not None else None, Q, data.n_features, d_max)
+            E = proj.embed(stats.G[:, train], P)
+            for j, d in enumerate(grid):
+                clf = make_classifier(classifier)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    clf.fit(E[train, :d], tr_codes)
+                    fold_errors[f, j] = float(np.mean(clf.predict(E[test, :d]) != data.codes[test]))
+        mean = fold_errors.mean(axis=0)
+        best = int(np.flatnonzero(mean <= mean.min() + 1e-12)[0])
+        results[name] = DimensionCV(
+            method=name, dims=grid, errors=mean.tolist(), stds=fold_errors.std(axis=0).tolist(),
+            fold_errors=fold_errors.tolist(), best_dim=grid[best], best_error=float(mean[best]),
+        )
+    chance = 1.0 - np.bincount(data.codes).max() / n
+    return CVReport(results=results, n_folds=len(folds), classifier=classifier, n_passes=1, chance_error=float(chance))

@@ -1,0 +1,61 @@
+"""Method names used by the command line, mapped to estimator factories."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from wideml.exceptions import WidemlError
+
+
+@dataclass(frozen=True)
+class Method:
+    """A named method: how to build its embedding and which classifier follows it."""
+
+    name: str
+    description: str
+    build: Callable[..., object]
+    classifier: str = "lda"
+    gram_based: bool = True
+
+
+def _lol(**kw):
+    from wideml.estimators.lol import LOL
+
+    return LOL(kw.get("n_components"), robust_first=kw.get("robust", True), orthogonalize=kw.get("orthogonalize", False),
+               precision=kw.get("precision", "float64"))
+
+
+def _qoq(**kw):
+    from wideml.estimators.lol import LOL
+
+    return LOL(kw.get("n_components"), robust_first=kw.get("robust", True), second_moment="quadratic",
+               orthogonalize=kw.get("orthogonalize", False), precision=kw.get("precision", "float64"))
+
+
+def _pca(**kw):
+    from wideml.estimators.lol import PCA
+
+    return PCA(kw.get("n_components"), precision=kw.get("precision", "float64"))
+
+
+def _rrlda(**kw):
+    from wideml.estimators.lol import RRLDA
+
+    return RRLDA(kw.get("n_components"), precision=kw.get("precision", "float64"))
+
+
+METHODS: dict[str, Method] = {
+    "lol": Method("lol", "LOL: class-centroid differences + class-centred principal directions, then LDA", _lol),
+    "qoq": Method("qoq", "QOQ: centroid differences + per-class principal directions, then QDA", _qoq, "qda"),
+    "pca": Method("pca", "PCA of the pooled-centred data, then LDA", _pca),
+    "rrlda": Method("rrlda", "reduced-rank LDA (class-centred PCA), then LDA", _rrlda),
+}
+
+
+def get_method(name: str) -> Method:
+    """Look up a method by its command-line name."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise WidemlError(f"unknown method {name!r}; valid methods are {', '.join(METHODS)}.") from None
