@@ -1,0 +1,230 @@
+"""CSV/TSV sources for ingest: one row per sample, streamed in blocks of rows.
+
+The file is opened twice: a scan counts the rows (and collects the label and
+id columns, so labels are checked before any X is written), then a stream
+parses blocks of rows into float arrays. Only one block of rows (plus the text
+of one line) is in memory at a time. ``.gz`` files are read through gzip.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from operator import itemgetter
+from pathlib import Path
+
+import numpy as np
+
+from wideml.exceptions import WidemlError
+from wideml.storage.ingest_labels import coerce_labels, delimiter_for, open_text
+
+CSV_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz")
+
+
+@dataclass
+class CsvLayout:
+    """What the scan of a CSV file found.
+
+    Attributes
+    ----------
+    path : Path
+    delimiter : str
+    has_header : bool
+    width : int
+        Cells per line.
+    n_samples : int
+        Data rows.
+    feature_cols : list of int
+        Columns holding X, in order.
+    feature_names : ndarray of str or None
+        Header names of those columns.
+    labels, sample_ids : ndarray or None
+        From ``label_column`` / ``id_column``.
+    """
+
+    path: Path
+    delimiter: str
+    has_header: bool
+    width: int
+    n_samples: int
+    feature_cols: list[int]
+    feature_names: np.ndarray | None
+    labels: np.ndarray | None
+    sample_ids: np.ndarray | None
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_cols)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _column(spec: int | str | None, header: list[str] | None, width: int, what: str, path: Path) -> int | None:
+    """Index of a column given by header name or 0-based index (negative counts from the end)."""
+    if spec is None:
+        return None
+    text = str(spec).strip()
+    if header is not None and text in header:
+        return header.index(text)
+    try:
+        index = int(text)
+    except ValueError:
+        if header is None:
+            raise WidemlError(f"{what} {text!r} is a name but {str(path)!r} has no header line; give the column's 0-based index instead.") from None
+        shown = ", ".join(header[:6]) + (" ..." if len(header) > 6 else "")
+        raise WidemlError(f"{str(path)!r} has no column {text!r} for the {what} (columns: {shown}); give a header name or a 0-based index.") from None
+    if not -width <= index < width:
+        raise WidemlError(f"{what} index {index} is outside the {width} columns of {str(path)!r}; give a 0-based index below {width}.")
+    return index % width
+
+
+def _first_record(path: Path, delimiter: str) -> list[str]:
+    try:
+        with open_text(path) as f:
+            for row in csv.reader(f, delimiter=delimiter):
+                if any(cell.strip() for cell in row):
+                    return [cell.strip() for cell in row]
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError) as exc:
+        raise WidemlError(f"cannot read {str(path)!r} as text ({exc}); give a CSV file of numbers.") from None
+    raise WidemlError(f"{str(path)!r} is empty; give one line per sample.")
+
+
+def scan_csv(
+    path: str | os.PathLike,
+    *,
+    delimiter: str | None = None,
+    header: bool | str = "auto",
+    label_column: int | str | None = None,
+    id_column: int | str | None = None,
+) -> CsvLayout:
+    """Find the layout of a CSV file and read its label and id columns (X is not parsed).
+
+    Parameters
+    ----------
+    path : path-like
+    delimiter : str, optional
+        Default tab for ``.tsv``, else comma.
+    header : {"auto", True, False}
+        Whether the first line holds column names; ``"auto"`` decides from
+        whether it has text in a feature column (or a named label/id column).
+    label_column, id_column : int or str, optional
+        Column (name or 0-based index) holding the labels / sample ids.
+
+    Returns
+    -------
+    CsvLayout
+    """
+    path = Path(path)
+    delim = delimiter_for(path, delimiter)
+    first = _first_record(path, delim)
+    width = len(first)
+    named = [s for s in (label_column, id_column) if s is not None and not str(s).strip().lstrip("-").isdigit()]
+    if header == "auto":
+        special = {_column(s, None, width, "column", path) for s in (label_column, id_column)
+                   if s is not None and str(s).strip().lstrip("-").isdigit()}
+        has_header = bool(named) or any(not _is_number(c) for i, c in enumerate(first) if i not in special)
+    else:
+        has_header = bool(header)
+    names = first if has_header else None
+    lab = _column(label_column, names, width, "label column", path)
+    sid = _column(id_column, names, width, "id column", path)
+    if lab is not None and lab == sid:
+        raise WidemlError("the label column and the id column are the same column; give two different columns.")
+    feature_cols = [i for i in range(width) if i not in (lab, sid)]
+    if not feature_cols:
+        raise WidemlError(f"{str(path)!r} has no feature columns besides the label and id columns; check the column options.")
+    labels, ids, n = [], [], 0
+    with open_text(path) as f:
+        reader = csv.reader(f, delimiter=delim)
+        skip = has_header
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue
+            if skip:
+                skip = False
+                continue
+            if len(row) != width:
+                raise WidemlError(
+                    f"line {reader.line_num} of {str(path)!r} has {len(row)} values but the first line has {width}; "
+                    "every line needs the same number of columns."
+                )
+            n += 1
+            if lab is not None:
+                labels.append(row[lab].strip())
+            if sid is not None:
+                ids.append(row[sid].strip())
+    if n == 0:
+        raise WidemlError(f"{str(path)!r} has no data rows; give one line per sample.")
+    if lab is not None and any(v == "" for v in labels):
+        raise WidemlError(f"the label column of {str(path)!r} has empty cells; give every sample a label.")
+    return CsvLayout(
+        path=path, delimiter=delim, has_header=has_header, width=width, n_samples=n, feature_cols=feature_cols,
+        feature_names=np.array([first[i] for i in feature_cols], dtype=str) if has_header else None,
+        labels=coerce_labels(labels) if lab is not None else None,
+        sample_ids=np.array(ids, dtype=str) if sid is not None else None,
+    )
+
+
+def _bad_cell(values, line: int, cols: list[int], path: Path) -> WidemlError:
+    for value, col in zip(values, cols):
+        if not _is_number(value):
+            what = "an empty cell" if not value.strip() else f"the non-numeric value {value.strip()!r}"
+            return WidemlError(
+                f"{str(path)!r} has {what} at line {line}, column {col + 1}; X must be all numbers — "
+                "name text columns with --label-column/--id-column, or clean the file."
+            )
+    return WidemlError(f"{str(path)!r} has a value at line {line} that is not a number; X must be all numbers.")
+
+
+def iter_csv_blocks(layout: CsvLayout, rows: int, dtype) -> Iterator[np.ndarray]:
+    """Yield X in blocks of ``rows`` samples (the last may be shorter), parsed to ``dtype``.
+
+    Parameters
+    ----------
+    layout : CsvLayout
+    rows : int
+    dtype : dtype
+
+    Yields
+    ------
+    ndarray of shape (<= rows, n_features)
+    """
+    p, cols, path = layout.n_features, layout.feature_cols, layout.path
+    pick = None if len(cols) == layout.width else itemgetter(*cols)
+    block = np.empty((rows, p), dtype=dtype)
+    k = 0
+    with open_text(path) as f:
+        reader = csv.reader(f, delimiter=layout.delimiter)
+        skip = layout.has_header
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue
+            if skip:
+                skip = False
+                continue
+            if len(row) != layout.width:
+                raise WidemlError(
+                    f"line {reader.line_num} of {str(path)!r} has {len(row)} values but the first line has {layout.width}; "
+                    "every line needs the same number of columns."
+                )
+            values = row if pick is None else pick(row)
+            if p == 1 and pick is not None:
+                values = [values]
+            try:
+                block[k] = np.asarray(values, dtype=np.float64)
+            except ValueError:
+                raise _bad_cell(values, reader.line_num, cols, path) from None
+            k += 1
+            if k == rows:
+                yield block
+                block, k = np.empty((rows, p), dtype=dtype), 0
+    if k:
+        yield block[:k]

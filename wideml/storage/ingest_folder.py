@@ -1,0 +1,151 @@
+"""Folders of per-sample files for ingest: one ``.npy`` array or one NIfTI volume per sample.
+
+Every file holds one sample of the same shape; it is flattened in C order and
+the shape is kept as the store's ``feature_shape`` (so p-length outputs reshape
+into volumes with ``numpy.reshape(v, feature_shape)``). NIfTI volumes need
+nibabel (``pip install wideml[neuro]``); their scaling (slope/intercept) is
+applied. The files are read by :class:`FileRows`, a picklable block reader, so
+blocks of samples are read in parallel on the active scheduler.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from wideml.exceptions import WidemlError
+
+NPY = "npy"
+NIFTI = "nifti"
+NIFTI_SUFFIXES = (".nii", ".nii.gz")
+
+
+def file_kind(path: Path) -> str | None:
+    """``"npy"``, ``"nifti"`` or None for other files."""
+    name = path.name.lower()
+    if name.endswith(".npy"):
+        return NPY
+    if name.endswith(NIFTI_SUFFIXES):
+        return NIFTI
+    return None
+
+
+def stem(path: Path) -> str:
+    """File name without its data extension (``sub-01.nii.gz`` → ``sub-01``)."""
+    name = path.name
+    for suffix in (".nii.gz", ".nii", ".npy"):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def require_nibabel():
+    """Import nibabel or explain how to install it."""
+    try:
+        import nibabel
+    except ImportError:
+        raise WidemlError("reading NIfTI volumes needs nibabel; install wideml[neuro] (pip install 'wideml[neuro]').") from None
+    return nibabel
+
+
+def list_sample_files(folder: Path) -> tuple[str, list[Path]]:
+    """The per-sample files of a folder (sorted by name) and their kind.
+
+    Raises
+    ------
+    WidemlError
+        If the folder has none, or mixes ``.npy`` and NIfTI files.
+    """
+    files = sorted((f for f in folder.iterdir() if f.is_file() and file_kind(f)), key=lambda f: f.name)
+    kinds = {file_kind(f) for f in files}
+    if not files:
+        raise WidemlError(
+            f"folder {str(folder)!r} has no .npy or .nii/.nii.gz files; give a folder with one file per sample "
+            "(or a .npy, .h5 or .csv file)."
+        )
+    if len(kinds) > 1:
+        raise WidemlError(f"folder {str(folder)!r} mixes .npy and NIfTI files; keep one kind of per-sample file in it.")
+    if NIFTI in kinds:
+        require_nibabel()
+    return kinds.pop(), files
+
+
+def _load(path: str, kind: str) -> np.ndarray:
+    """One sample's array (memory-mapped for .npy; NIfTI scaling applied)."""
+    if kind == NPY:
+        try:
+            return np.load(path, mmap_mode="r")
+        except ValueError:
+            raise WidemlError(f"{path!r} holds Python objects, which are not numeric; save each sample as a numeric array.") from None
+        except OSError as exc:
+            raise WidemlError(f"cannot read {path!r} ({exc}); check the file.") from None
+    nib = require_nibabel()
+    try:
+        return np.asanyarray(nib.load(path).dataobj)
+    except Exception as exc:  # noqa: BLE001 - nibabel raises many types for bad files
+        raise WidemlError(f"cannot read NIfTI volume {path!r} ({type(exc).__name__}: {exc}); check the file.") from None
+
+
+def probe(path: Path, kind: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype of one sample file, read from its header."""
+    if kind == NPY:
+        arr = _load(str(path), kind)
+        return tuple(arr.shape), arr.dtype
+    nib = require_nibabel()
+    try:
+        img = nib.load(str(path))
+        scaled = img.dataobj.slope != 1 or img.dataobj.inter != 0
+        dtype = np.dtype(np.float64) if scaled else np.dtype(img.get_data_dtype())
+        return tuple(int(s) for s in img.shape), dtype
+    except Exception as exc:  # noqa: BLE001
+        raise WidemlError(f"cannot read NIfTI volume {str(path)!r} ({type(exc).__name__}); check the file.") from None
+
+
+class FileRows:
+    """Read blocks of samples, one file per row, each flattened to ``p`` features.
+
+    Parameters
+    ----------
+    paths : list of str
+        One file per sample, in row order.
+    kind : {"npy", "nifti"}
+    shape : tuple of int
+        Every file's array shape (checked on read).
+    dtype : dtype
+        dtype of the blocks returned.
+    """
+
+    def __init__(self, paths: list[str], kind: str, shape: tuple[int, ...], dtype="float32"):
+        self.paths, self.kind, self.shape = [str(p) for p in paths], kind, tuple(shape)
+        self.p, self.dtype = int(np.prod(self.shape)), np.dtype(dtype)
+
+    def __call__(self, r0: int, r1: int) -> np.ndarray:
+        """Rows ``r0:r1`` of X, shape ``(r1 - r0, p)``."""
+        out = np.empty((r1 - r0, self.p), dtype=self.dtype)
+        for i, path in enumerate(self.paths[r0:r1]):
+            arr = _load(path, self.kind)
+            if tuple(arr.shape) != self.shape:
+                raise WidemlError(
+                    f"{path!r} has shape {tuple(arr.shape)} but the first sample has {self.shape}; every sample needs the same shape."
+                )
+            if arr.dtype.kind not in "biuf":
+                raise WidemlError(f"{path!r} has dtype {arr.dtype}, which is not numeric; save each sample as real numbers.")
+            out[i] = np.asarray(arr).reshape(-1)
+            del arr
+        return out
+
+
+def folder_samples(folder: Path, ids: np.ndarray | None) -> tuple[str, list[Path], np.ndarray]:
+    """Files in sample order and their sample ids.
+
+    With ``ids`` (the first column of a labels file) the samples are those
+    files, in that order; files the labels do not name are left out. Without,
+    every sample file of the folder, sorted by name.
+    """
+    from wideml.storage.ingest_labels import match_files
+
+    kind, files = list_sample_files(folder)
+    if ids is not None:
+        files = match_files(files, ids, stem)
+    return kind, files, np.array([stem(f) for f in files], dtype=str)
