@@ -1,0 +1,78 @@
+"""The one-pass Gram / class statistics graph against in-memory numpy, across chunkings and schedulers."""
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from wideml.passes.blocks import NonFiniteError
+from wideml.passes.gram import gram_pass
+from wideml.passes.loadings import emit_pass, project_pass
+
+CHUNKINGS = [
+    (60, 500),  # one chunk
+    (60, 77),  # irregular last chunk
+    (60, 1),  # one feature per chunk
+    (25, 120),  # chunked along samples too: stripes are stitched
+]
+
+
+def _data(dtype=np.float64, offset=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    X = (rng.normal(size=(60, 500)) + offset * rng.random(500)).astype(dtype)
+    codes = rng.integers(0, 3, 60)
+    return X, codes
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gram_and_medians_match_numpy(chunks, dtype):
+    X, codes = _data(dtype, offset=1e3)
+    sub = np.arange(0, 60, 2)
+    with dask.config.set(scheduler="threads"):
+        (st,) = dask.compute(gram_pass(da.from_array(X, chunks=chunks), codes, 3, median_subsets=[np.arange(60), sub]))
+    X64 = X.astype(np.float64)
+    m = X64.mean(0)
+    Xc = X64 - m
+    np.testing.assert_allclose(st.G, Xc @ Xc.T, rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(st.raw_gram(), X64 @ X64.T, rtol=1e-12)
+    np.testing.assert_allclose(st.sq_norms(), (X64**2).sum(1), rtol=1e-12)
+    for idx, ms in zip([np.arange(60), sub], st.medians):
+        M = np.stack([np.median(X64[idx][codes[idx] == k], axis=0) for k in range(3)]) - m
+        np.testing.assert_allclose(ms.P, Xc @ M.T, rtol=1e-9, atol=1e-7)
+        np.testing.assert_allclose(ms.Q, M @ M.T, rtol=1e-9, atol=1e-7)
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads", "processes"])
+def test_same_result_on_every_local_scheduler(scheduler):
+    X, codes = _data()
+    with dask.config.set(scheduler=scheduler):
+        (st,) = dask.compute(gram_pass(da.from_array(X, chunks=(60, 90)), codes, 3, median_subsets=[np.arange(60)]))
+    Xc = X - X.mean(0)
+    np.testing.assert_allclose(st.G, Xc @ Xc.T, rtol=1e-10, atol=1e-9)
+
+
+def test_nan_is_reported_with_its_feature_index():
+    X, codes = _data()
+    X[7, 321] = np.nan
+    with pytest.raises(NonFiniteError, match="feature index 321"):
+        dask.compute(gram_pass(da.from_array(X, chunks=(60, 100)), codes, 3), scheduler="sync")
+
+
+def test_inf_in_new_data_is_reported_by_projection():
+    X, _ = _data()
+    X[0, 5] = np.inf
+    with pytest.raises(NonFiniteError, match="feature index 5"):
+        dask.compute(project_pass(da.from_array(X, chunks=(60, 100)), np.ones((500, 2))), scheduler="sync")
+
+
+@pytest.mark.parametrize("chunks", [(60, 500), (60, 33)])
+def test_emit_and_project_match_numpy(chunks):
+    X, codes = _data()
+    B = np.random.default_rng(1).normal(size=(60, 4))
+    (out,) = dask.compute(emit_pass(da.from_array(X, chunks=chunks), B), scheduler="threads")
+    shift, A = out
+    np.testing.assert_allclose(A, X.T @ B, rtol=1e-10)
+    np.testing.assert_allclose(shift, X.mean(0) @ A, rtol=1e-10)
+    (Z,) = dask.compute(project_pass(da.from_array(X, chunks=chunks), A), scheduler="threads")
+    np.testing.assert_allclose(Z, X @ A, rtol=1e-10)
