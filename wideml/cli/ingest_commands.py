@@ -1,0 +1,99 @@
+"""``wideml ingest`` and ``wideml rechunk``."""
+
+from __future__ import annotations
+
+import argparse
+
+from wideml.exceptions import WidemlError
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser(
+        "ingest", parents=[common],
+        help="write a .npy/.h5/.csv file, a zarr array or a folder of per-sample .npy/.nii files to a feature store",
+        description="Write data to a new feature store with full-height feature chunks, in bounded memory.",
+    )
+    p.add_argument("source", help="a .npy file, file.h5 or file.h5:/dataset, a .csv/.tsv file, a zarr array, "
+                                  "or a folder with one .npy or .nii/.nii.gz file per sample")
+    p.add_argument("-o", "--output", dest="output", required=True, metavar="OUT", help="new store (.h5/.hdf5 for HDF5, else zarr v3)")
+    lab = p.add_mutually_exclusive_group()
+    lab.add_argument("--labels", metavar="FILE", help="labels: a CSV/TSV (label, or id/file name and label), .npy, or file.h5:/y")
+    lab.add_argument("--label-column", metavar="NAME|INDEX", help="CSV source: the column holding the labels")
+    lab.add_argument("--unlabelled", "--unlabeled", action="store_true", help="store no labels (a store for prediction only)")
+    p.add_argument("--id-column", metavar="NAME|INDEX", help="CSV source: the column holding sample ids")
+    head = p.add_mutually_exclusive_group()
+    head.add_argument("--header", dest="header", action="store_const", const=True, default="auto",
+                      help="CSV source: the first line names the columns (default: detected)")
+    head.add_argument("--no-header", dest="header", action="store_const", const=False, help="CSV source: there is no header line")
+    p.add_argument("--delimiter", metavar="CHAR", help="CSV source: field separator (default comma, tab for .tsv)")
+    p.add_argument("--dataset", metavar="NAME", help="HDF5 source: the dataset holding X")
+    p.add_argument("--feature-chunk", type=_positive_int, metavar="N", help="features per stored chunk (default about chunk-size bytes)")
+    p.add_argument("--dtype", metavar="DTYPE", help="stored dtype, e.g. float32 (default: floats kept, integers upcast, CSV float64)")
+    p.add_argument("--compressor", choices=("none", "zstd", "lz4"), help="codec of the new store (default from config)")
+    p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    p.set_defaults(handler=run_ingest)
+
+    r = sub.add_parser(
+        "rechunk", parents=[common], help="copy a store into full-height feature chunks (bounded memory)",
+        description="Copy a feature store (e.g. one chunked along samples) into a new store with full-height feature chunks.",
+    )
+    r.add_argument("input", metavar="IN", help="existing feature store")
+    r.add_argument("out", metavar="OUT", nargs="?", help="new store (or give it with -o)")
+    r.add_argument("-o", "--output", dest="output", metavar="OUT", help="new store (.h5/.hdf5 for HDF5, else zarr v3)")
+    r.add_argument("--feature-chunk", type=_positive_int, metavar="N", help="features per stored chunk (default about chunk-size bytes)")
+    r.add_argument("--sample-chunk", type=_positive_int, metavar="N", help="samples per stored chunk (default all: full height)")
+    r.add_argument("--compressor", choices=("none", "zstd", "lz4"), help="codec of the new store (default from config)")
+    r.add_argument("--overwrite", action="store_true", help="replace OUT if it exists (OUT may be IN)")
+    r.set_defaults(handler=run_rechunk)
+
+
+def _report(path) -> None:
+    import warnings
+
+    from wideml.exceptions import PerformanceWarning
+    from wideml.storage import format_summary, open_store
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PerformanceWarning)
+        print(format_summary(open_store(path).summary()))
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    from wideml.storage.ingest import ingest
+
+    if args.labels is None and args.label_column is None and not args.unlabelled:
+        raise WidemlError(
+            "no labels given; pass --labels FILE (or --label-column for a CSV source), or --unlabelled for a prediction-only store."
+        )
+    out = ingest(
+        args.source, args.output, labels=args.labels, label_column=args.label_column, id_column=args.id_column,
+        dataset=args.dataset, header=args.header, delimiter=args.delimiter, feature_chunk=args.feature_chunk,
+        dtype=args.dtype, compressor=args.compressor, overwrite=args.overwrite,
+    )
+    _report(out)
+    return 0
+
+
+def run_rechunk(args: argparse.Namespace) -> int:
+    from wideml.storage.rechunk import rechunk
+
+    if args.out and args.output and args.out != args.output:
+        raise WidemlError(f"two outputs given ({args.out!r} and -o {args.output!r}); give OUT once.")
+    output = args.output or args.out
+    if not output:
+        raise WidemlError("no output given; run `wideml rechunk IN OUT` (or -o OUT).")
+    out = rechunk(args.input, output, feature_chunk=args.feature_chunk, sample_chunk=args.sample_chunk,
+                  compressor=args.compressor, overwrite=args.overwrite)
+    _report(out)
+    return 0
+
