@@ -1,0 +1,144 @@
+"""One pass over new data and a reference (training store or landmarks) together: the m x n cross-Gram.
+
+Kernel methods predict new samples from their kernel values against the
+training samples, k(x', x_i), and every kernel here is a function of x' . x_i
+and ||x' - x_i||^2. Both arrays are chunked along features; the new array is
+re-split to the reference's feature chunks (dask splits each stored chunk of
+the new array once, so every chunk of either array is read once), and each
+aligned pair of stripes contributes, in float64:
+
+- C_j = (X'_j - 1 m_j^T)(R_j - 1 m_j^T)^T with m_j the reference stripe's
+  feature means (centring both by the same vector keeps distances exact and
+  avoids cancellation when features carry large offsets);
+- r'_j = (X'_j - 1 m_j^T) m_j, r_j = (R_j - 1 m_j^T) m_j and s_j = m_j^T m_j,
+  so that the raw products X' R^T = C + r' 1^T + 1 r^T + s are recoverable;
+- the squared row norms of both centred stripes.
+
+With ``ref_rows`` only those rows of the reference enter (landmarks for a
+Nystrom approximation: the cross-Gram is then m x n_landmarks, and the whole
+fit never forms an n x n matrix). Partial sums are reduced in a bounded tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask
+import dask.array as da
+import numpy as np
+
+from wideml.algebra.kernels import cross_sq_distances
+from wideml.exceptions import WidemlError
+from wideml.passes.blocks import check_finite, feature_stripes, tree_reduce
+
+
+@dataclass
+class CrossStats:
+    """Products of m new rows with n_ref reference rows from one pass (all float64).
+
+    Attributes
+    ----------
+    C : ndarray of shape (m, n_ref)
+        Products of the rows after subtracting the reference's feature means.
+    r_new : ndarray of shape (m,)
+    r_ref : ndarray of shape (n_ref,)
+    s : float
+    sq_new : ndarray of shape (m,)
+        Squared norms of the centred new rows.
+    sq_ref : ndarray of shape (n_ref,)
+        Squared norms of the centred reference rows.
+    n_features : int
+    """
+
+    C: np.ndarray
+    r_new: np.ndarray
+    r_ref: np.ndarray
+    s: float
+    sq_new: np.ndarray
+    sq_ref: np.ndarray
+    n_features: int
+
+    def raw_cross(self) -> np.ndarray:
+        """X' R^T, the raw inner products, shape (m, n_ref)."""
+        return self.C + self.r_new[:, None] + self.r_ref[None, :] + self.s
+
+    def sq_distances(self) -> np.ndarray:
+        """||x'_a - r_i||^2, shape (m, n_ref), clamped at 0."""
+        return cross_sq_distances(self.C, self.sq_new, self.sq_ref)
+
+
+def _pair_stats(new_block, ref_block, offset, ref_rows):
+    new_block = np.asarray(new_block)
+    ref_block = np.asarray(ref_block)
+    check_finite(new_block, int(offset))
+    check_finite(ref_block, int(offset))
+    ref = ref_block.astype(np.float64, copy=False)
+    if ref_rows is not None:
+        ref = ref[ref_rows]
+    m = ref.mean(axis=0)
+    rc = ref - m
+    xc = new_block.astype(np.float64, copy=False) - m
+    return (xc @ rc.T, xc @ m, rc @ m, float(m @ m), np.einsum("ij,ij->i", xc, xc), np.einsum("ij,ij->i", rc, rc))
+
+
+def _combine(*parts):
+    out = [p.copy() if isinstance(p, np.ndarray) else p for p in parts[0]]
+    for part in parts[1:]:
+        for i, v in enumerate(part):
+            out[i] = out[i] + v
+    return tuple(out)
+
+
+def _finish(total, n_features):
+    C, r_new, r_ref, s, sq_new, sq_ref = total
+    return CrossStats(C=C, r_new=r_new, r_ref=r_ref, s=float(s), sq_new=sq_new, sq_ref=sq_ref, n_features=n_features)
+
+
+def cross_gram_pass(X_new: da.Array, X_ref: da.Array, ref_rows: np.ndarray | None = None):
+    """Build the lazy one-pass cross-Gram graph (nothing is computed here).
+
+    Parameters
+    ----------
+    X_new : dask.array.Array of shape (m, p)
+        New samples (e.g. a test store), chunked along features.
+    X_ref : dask.array.Array of shape (n, p)
+        Reference samples (the training store), chunked along features. If
+        ``X_new`` is the same dask array (same graph keys), it is read once.
+    ref_rows : ndarray of int, optional
+        Use only these reference rows (landmarks, Nystrom); default all.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to :class:`CrossStats`. Computing it reads every chunk of
+        ``X_new`` and ``X_ref`` once: **one pass** over each.
+
+    Raises
+    ------
+    WidemlError
+        If the two arrays do not have the same number of features.
+    """
+    if X_new.ndim != 2 or X_ref.ndim != 2:
+        raise WidemlError(f"cross-Gram inputs must be 2-D, got shapes {X_new.shape} and {X_ref.shape}; reshape them.")
+    if X_new.shape[1] != X_ref.shape[1]:
+        raise WidemlError(
+            f"the new data have {X_new.shape[1]} features but the training data have {X_ref.shape[1]}; "
+            "give new samples with the same features, in the same order."
+        )
+    if X_ref.numblocks[0] > 1:
+        X_ref = X_ref.rechunk({0: -1})
+    if X_new.numblocks[0] > 1 or X_new.chunks[1] != X_ref.chunks[1]:
+        X_new = X_new.rechunk({0: -1, 1: X_ref.chunks[1]})
+    if ref_rows is not None:
+        ref_rows = np.asarray(ref_rows, dtype=np.int64)
+        if ref_rows.size == 0 or ref_rows.min() < 0 or ref_rows.max() >= X_ref.shape[0]:
+            raise WidemlError(f"landmark indices must lie in 0..{X_ref.shape[0] - 1} and not be empty; pass valid row indices.")
+    new_stripes, offsets = feature_stripes(X_new)
+    ref_stripes, _ = feature_stripes(X_ref)
+    task = dask.delayed(_pair_stats, pure=True)
+    parts = [task(a, b, int(o), ref_rows) for a, b, o in zip(new_stripes, ref_stripes, offsets)]
+    total = tree_reduce(parts, _combine)
+    return dask.delayed(_finish, pure=True)(total, int(X_ref.shape[1]))
+
+
+__all__ = ["CrossStats", "cross_gram_pass"]
