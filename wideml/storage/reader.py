@@ -72,12 +72,13 @@ class ZarrReader:
 
     def __getitem__(self, key):
         _count(self.path)
-        rows, cols = key
-        if self._raw is not None:
+        rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (None, None)
+        # dask may fuse integer or fancy indexing into the read; only plain slices take the raw path
+        if self._raw is not None and isinstance(rows, slice) and isinstance(cols, slice) and rows.step in (None, 1) and cols.step in (None, 1):
             block = self._read_raw(rows, cols)
             if block is not None:
                 return block
-        return np.asarray(self._zarr()[rows, cols])
+        return np.asarray(self._zarr()[key])
 
     def _read_raw(self, rows: slice, cols: slice):
         (r0, r1, _), (c0, c1, _) = rows.indices(self.shape[0]), cols.indices(self.shape[1])
