@@ -78,7 +78,7 @@ def fit_input(X, y) -> FitInput:
             y = X.y
         X = X.X
     if y is None:
-        raise WidemlError("no labels given: pass y (or a store that holds y) to fit a supervised method.")
+        raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
     if isinstance(X, da.Array) or hasattr(X, "store_path") or type(X).__module__.startswith(("zarr", "h5py")):
         source = source or {"input": type(X).__module__.split(".")[0]}
         Xd = as_dask_array(X)
@@ -88,12 +88,17 @@ def fit_input(X, y) -> FitInput:
         Xd = as_dask_array(numpy_X)
     if Xd.ndim != 2:
         raise WidemlError(f"X must be 2-D (n_samples, n_features), got shape {Xd.shape}; reshape it.")
-    y = check_labels(np.asarray(y), Xd.shape[0], what="y")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        from sklearn.utils.validation import column_or_1d
+
+        y = column_or_1d(y, warn=True)
+    y = check_labels(y, Xd.shape[0], what="y")
     classes, codes = np.unique(y, return_inverse=True)
     return FitInput(regular_feature_chunks(Xd), y, classes, codes.astype(np.int64), numpy_X is not None, numpy_X, source)
 
 
-def predict_input(X, n_features: int) -> da.Array:
+def predict_input(X, n_features: int, name: str = "the model") -> da.Array:
     """Validate new data against the fitted feature count; returns a feature-chunked dask array."""
     if isinstance(X, FeatureStore):
         X = X.X
@@ -102,6 +107,7 @@ def predict_input(X, n_features: int) -> da.Array:
     Xd = as_dask_array(X)
     if Xd.shape[1] != n_features:
         raise WidemlError(
-            f"X has {Xd.shape[1]} features but the model was fitted on {n_features}; give data with the training features in the same order."
+            f"X has {Xd.shape[1]} features, but {name} is expecting {n_features} features as input; "
+            "give data with the training features in the same order."
         )
     return Xd

@@ -148,7 +148,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
         Makes **one pass** over X (and reads the loadings once).
         """
         check_is_fitted(self, "components_")
-        Xd = predict_input(X, self.n_features_in_)
+        Xd = predict_input(X, self.n_features_in_, type(self).__name__)
         (Z,) = compute(project_pass(Xd, self.components_.T), label=f"{type(self).__name__} transform: one pass")
         return Z - self.offset_
 

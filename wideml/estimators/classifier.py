@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
 from sklearn.utils.validation import check_is_fitted
 
@@ -21,7 +21,7 @@ def make_classifier(name: str):
     raise WidemlError(f"classifier={name!r} is not one of {', '.join(map(repr, CLASSIFIERS))}.")
 
 
-class EmbeddingClassifier(ClassifierMixin, BaseEstimator):
+class EmbeddingClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     """An embedding (LOL, QOQ, PCA, rrLDA) followed by LDA or QDA on the embedded samples.
 
     The classifier is trained on the embedding's ``embedding_`` (computed
@@ -67,18 +67,21 @@ class EmbeddingClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Predicted labels, shape (n_samples,); one pass over X."""
-        return self.classifier_.predict(self._embed(X))
+        Z = self._embed(X)
+        return self.classifier_.predict(Z)
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes); one pass over X."""
-        return self.classifier_.predict_proba(self._embed(X))
+        Z = self._embed(X)
+        return self.classifier_.predict_proba(Z)
 
     def transform(self, X):
         """The embedding of X, shape (n_samples, n_components); one pass over X."""
         return self._embed(X)
 
     def decision_function(self, X):
-        return self.classifier_.decision_function(self._embed(X))
+        Z = self._embed(X)
+        return self.classifier_.decision_function(Z)
 
     # -- model store -------------------------------------------------------------------
     def _model_state(self):

@@ -41,16 +41,27 @@ def feature_stripes(X: da.Array) -> tuple[list, np.ndarray]:
     return stripes, offsets
 
 
+def first_nonfinite(block: np.ndarray, offset: int) -> tuple[int, int, str] | None:
+    """(feature index, sample, "NaN"/"inf"/"-inf") of the first non-finite entry of a chunk, or None."""
+    if block.dtype.kind != "f" or np.isfinite(block).all():
+        return None
+    bad = ~np.isfinite(block)
+    col = int(np.argmax(bad.any(axis=0)))
+    row = int(np.argmax(bad[:, col]))
+    value = "NaN" if np.isnan(block[row, col]) else ("inf" if block[row, col] > 0 else "-inf")
+    return offset + col, row, value
+
+
+def nonfinite_error(found: tuple[int, int, str]) -> NonFiniteError:
+    feature, row, value = found
+    return NonFiniteError(f"X holds {value} at feature index {feature} (sample {row}); remove or impute NaN/inf values first.")
+
+
 def check_finite(block: np.ndarray, offset: int) -> None:
-    """Raise :class:`NonFiniteError` naming the first feature index holding NaN or inf."""
-    if block.dtype.kind == "f" and not np.isfinite(block).all():
-        bad = ~np.isfinite(block)
-        col = int(np.argmax(bad.any(axis=0)))
-        row = int(np.argmax(bad[:, col]))
-        value = block[row, col]
-        raise NonFiniteError(
-            f"X holds {value} at feature index {offset + col} (sample {row}); remove or impute non-finite values before fitting."
-        )
+    """Raise :class:`NonFiniteError` naming the first feature index of this chunk holding NaN or inf."""
+    found = first_nonfinite(block, offset)
+    if found is not None:
+        raise nonfinite_error(found)
 
 
 def tree_reduce(parts: Sequence[Any], combine: Callable[..., Any], width: int | None = None) -> Any:

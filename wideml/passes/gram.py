@@ -26,7 +26,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import check_finite, feature_stripes, tree_reduce
+from wideml.passes.blocks import feature_stripes, first_nonfinite, nonfinite_error, tree_reduce
 
 #: Names of the p-sized arrays the pass writes into a model group.
 FEATURE_MEAN = "feature_mean"
@@ -104,7 +104,9 @@ def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -
 
 def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_group):
     block = np.asarray(block)
-    check_finite(block, int(offset))
+    bad = first_nonfinite(block, int(offset))
+    if bad is not None:  # reported after the pass, so the lowest bad feature index wins
+        return None, None, 0.0, [], bad
     x = block.astype(np.float64, copy=False)
     m = x.mean(axis=0)
     xc = x - m
@@ -128,22 +130,25 @@ def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_gr
         means = (onehot.T @ x) / onehot.sum(axis=0)[:, None]
         _write(out_group, CLASS_MEANS, means, offset)
         _write(out_group, FEATURE_MEAN, m, offset)
-    return G, r, s, meds
+    return G, r, s, meds, None
 
 
 def _combine(*parts):
+    bads = [p[4] for p in parts if p[4] is not None]
+    if bads:
+        return None, None, 0.0, [], min(bads)
     G = parts[0][0].copy()
     r = parts[0][1].copy()
     s = parts[0][2]
     meds = [(P.copy(), Q.copy()) for P, Q in parts[0][3]]
-    for Gp, rp, sp, mp in parts[1:]:
+    for Gp, rp, sp, mp, _ in parts[1:]:
         G += Gp
         r += rp
         s += sp
         for (P, Q), (Pp, Qp) in zip(meds, mp):
             P += Pp
             Q += Qp
-    return G, r, s, meds
+    return G, r, s, meds, None
 
 
 def gram_pass(
@@ -180,6 +185,12 @@ def gram_pass(
     -------
     dask.delayed.Delayed
         Computes to a :class:`GramStats`. Computing it makes **one pass** over X.
+
+    Raises
+    ------
+    NonFiniteError
+        When computed, if X holds NaN or inf; the message names the lowest
+        such feature index.
     """
     stripes, offsets = feature_stripes(X)
     n = X.shape[0]
@@ -194,7 +205,9 @@ def gram_pass(
 
 
 def _finish(total, n_features):
-    G, r, s, meds = total
+    G, r, s, meds, bad = total
+    if bad is not None:
+        raise nonfinite_error(bad)
     G = (G + G.T) / 2
     return GramStats(G=G, r=r, s=float(s), n_features=n_features, medians=[MedianSet(P, Q) for P, Q in meds])
 

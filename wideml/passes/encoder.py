@@ -1,0 +1,461 @@
+"""Streaming graphs of the encoder classifier ("X-to-U" kernels to the class means).
+
+A feature chunk X_j (n x p_j) holds every sample, so its class means
+U_j = W^T X_j (K x p_j) are chunk-local, and so is each chunk's share of
+every additive kernel statistic (x_i . u_k, ||x_i||^2, ||u_k||^2). Hence
+
+- :func:`class_stats_pass` — **one pass**: class means (written chunk by chunk
+  into a model group, or kept in memory), X U^T, squared norms, for one or
+  several training sets at once (the full data and every CV fold), plus an
+  optional fixed sample of features per row for the rank estimator. No n x n
+  Gram is formed.
+- Spearman needs each row's ranks across *all* features, which no chunk has.
+  :func:`spearman_exact_block` ranks whole rows of a block of samples (exact;
+  one pass per row block, a single block when the rows fit the memory
+  budget); :func:`spearman_sketch_pass` estimates every row's ranks from its
+  sampled values (one pass, memory O(n m)); both need the class means' ranks,
+  so they run after the class-statistics pass.
+- :func:`anchor_pass` — new data against stored class means U (K x p, chunked
+  like X): one pass for the inner product and the distance, plus the rank sums
+  against stored class-mean ranks.
+- :func:`cross_gram_pass` and :func:`rank_gram_block` — the cross-products
+  the full-kernel form (Z = A W) needs.
+
+Every function returns lazy dask objects; nothing is computed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import dask
+import dask.array as da
+import numpy as np
+
+from wideml.algebra.encoder import AnchorStats, RankTable, approx_ranks, rank_sums, row_ranks
+from wideml.passes.blocks import check_finite, feature_stripes, tree_reduce
+
+#: Names of the p-sized arrays written into a model group.
+CLASS_MEANS = "class_means"
+CLASS_MEAN_RANKS = "class_mean_ranks"
+
+#: Training rows processed together in the leave-one-out rank step (bounds memory per chunk task).
+LOO_BATCH = 256
+
+
+@dataclass
+class ClassStats:
+    """What :func:`class_stats_pass` yields (float64).
+
+    Attributes
+    ----------
+    cross : ndarray of shape (n_samples, S * K)
+        x_i . u_{s,k} for every sample and every set's class mean.
+    x_sq : ndarray of shape (n_samples,)
+    u_sq : ndarray of shape (S * K,)
+    n_features : int
+    sketch : ndarray of shape (n_samples, m) or None
+        Every row's values at the sampled features.
+    means : ndarray of shape (S * K, n_features) or None
+        The class means, when asked to keep them in memory.
+    """
+
+    cross: np.ndarray
+    x_sq: np.ndarray
+    u_sq: np.ndarray
+    n_features: int
+    sketch: np.ndarray | None = None
+    means: np.ndarray | None = None
+
+    def anchor_stats(self, s: int, n_classes: int) -> AnchorStats:
+        """The :class:`AnchorStats` of every sample against the class means of set ``s``."""
+        cols = slice(s * n_classes, (s + 1) * n_classes)
+        return AnchorStats(self.cross[:, cols], self.x_sq, self.u_sq[cols], self.n_features)
+
+
+@dataclass
+class LooSpec:
+    """Leave-one-out pairs: training row ``rows[l]`` against its own class-mean column ``cols[l]`` of size ``counts[l]``."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def from_sets(cls, codes: np.ndarray, n_classes: int, train_sets: Sequence[np.ndarray], counts: np.ndarray) -> "LooSpec":
+        rows, cols, cnt = [], [], []
+        for s, idx in enumerate(train_sets):
+            idx = np.asarray(idx, dtype=np.int64)
+            rows.append(idx)
+            cols.append(s * n_classes + codes[idx])
+            cnt.append(counts[s][codes[idx]])
+        return cls(np.concatenate(rows), np.concatenate(cols), np.concatenate(cnt).astype(np.float64))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _float_block(block, offset: int, precision: str) -> np.ndarray:
+    x = np.asarray(block)
+    dt = np.float32 if precision == "float32" else np.float64
+    return x.astype(dt, copy=False)
+
+
+def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -> None:
+    if group_path is None or values.size == 0:
+        return
+    import zarr
+
+    arr = zarr.open_array(f"{group_path}/{name}", mode="r+")
+    arr[:, offset : offset + values.shape[1]] = values
+
+
+def _sum_parts(*parts):
+    out = {}
+    for key in parts[0]:
+        if key == "pieces":
+            out[key] = [piece for part in parts for piece in part[key]]
+        else:
+            out[key] = parts[0][key].copy()
+            for part in parts[1:]:
+                out[key] += part[key]
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# pass 1: class statistics and X-to-U products
+# --------------------------------------------------------------------------------------
+def _stats_chunk(block, offset, W, n_write, out_group, sketch_idx, keep_means, precision):
+    offset = int(offset)
+    x = _float_block(block, offset, precision)
+    x_sq = np.square(x).sum(axis=1, dtype=np.float64)
+    if not np.all(np.isfinite(x_sq)):
+        check_finite(np.asarray(block), offset)
+        x_sq = np.square(x.astype(np.float64)).sum(axis=1)
+    U = W.T.astype(x.dtype, copy=False) @ x
+    cross = (x @ U.T).astype(np.float64)
+    U64 = U.astype(np.float64, copy=False)
+    u_sq = np.square(U64).sum(axis=1)
+    _write(out_group, CLASS_MEANS, U64[:n_write], offset)
+    sketch = None
+    if sketch_idx is not None:
+        lo, hi = np.searchsorted(sketch_idx, [offset, offset + x.shape[1]])
+        sketch = np.asarray(block)[:, sketch_idx[lo:hi] - offset].astype(np.float64)
+    return {"cross": cross, "x_sq": x_sq, "u_sq": u_sq, "pieces": [(offset, sketch, U64 if keep_means else None)]}
+
+
+def _stats_finish(total, n_features):
+    pieces = sorted(total["pieces"], key=lambda t: t[0])
+    sketch = np.concatenate([p[1] for p in pieces], axis=1) if pieces[0][1] is not None else None
+    means = np.concatenate([p[2] for p in pieces], axis=1) if pieces[0][2] is not None else None
+    return ClassStats(total["cross"], total["x_sq"], total["u_sq"], int(n_features), sketch, means)
+
+
+def class_stats_pass(
+    X: da.Array,
+    W: np.ndarray,
+    *,
+    n_write: int = 0,
+    out_group: str | None = None,
+    sketch_idx: np.ndarray | None = None,
+    keep_means: bool = False,
+    precision: str = "float64",
+):
+    """Class means and X-to-U statistics of one or several training sets, in **one pass**.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+    W : ndarray of shape (n_samples, S * K)
+        Stacked class-mean operators (:func:`wideml.algebra.encoder.stacked_class_weights`).
+    n_write : int
+        The first ``n_write`` class means (the full training set's K) are
+        written into ``out_group``'s ``class_means`` (K x p, chunked like X).
+    out_group : str, optional
+        Path of an existing zarr group holding that array.
+    sketch_idx : ndarray of int, optional
+        Sorted global feature indices whose values every row keeps (for the rank estimator).
+    keep_means : bool
+        Also return all S * K class means in memory (for exact ranks of the means).
+    precision : {"float64", "float32"}
+        Arithmetic of each chunk's products; sums across chunks are float64.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a :class:`ClassStats`.
+    """
+    stripes, offsets = feature_stripes(X)
+    W_d = dask.delayed(np.asarray(W, dtype=np.float64))
+    idx = None if sketch_idx is None else np.asarray(sketch_idx, dtype=np.int64)
+    task = dask.delayed(_stats_chunk, pure=True)
+    parts = [task(s, int(o), W_d, n_write, out_group, idx, keep_means, precision) for s, o in zip(stripes, offsets)]
+    return dask.delayed(_stats_finish, pure=True)(tree_reduce(parts, _sum_parts), int(X.shape[1]))
+
+
+# --------------------------------------------------------------------------------------
+# pass 2 (estimated ranks): Spearman sums from each row's sampled values
+# --------------------------------------------------------------------------------------
+def _loo_rank_sums(x, U, R, loo, u_tables, p):
+    """sum_j r_ij s'_ij, sum_j s'_ij, sum_j s'_ij^2 for every leave-one-out pair, in batches."""
+    L = len(loo)
+    cross, ssum, ssq = np.empty(L), np.empty(L), np.empty(L)
+    for a in range(0, L, LOO_BATCH):
+        b = min(L, a + LOO_BATCH)
+        rows, cols, cnt = loo.rows[a:b], loo.cols[a:b], loo.counts[a:b][:, None]
+        u_loo = (cnt * U[cols] - x[rows]) / np.maximum(cnt - 1, 1)
+        S = np.empty_like(u_loo)
+        for col in np.unique(cols):
+            sel = cols == col
+            S[sel] = u_tables[col].rank(u_loo[sel], p)
+        cross[a:b] = np.einsum("ij,ij->i", R[rows], S)
+        ssum[a:b], ssq[a:b] = rank_sums(S)
+    return cross, ssum, ssq
+
+
+def _sketch_rank_chunk(block, offset, W, x_tables, u_tables, p, loo, n_write, out_group):
+    offset = int(offset)
+    x = np.asarray(block).astype(np.float64, copy=False)
+    U = W.T @ x
+    R = approx_ranks(x, x_tables, p)
+    S = approx_ranks(U, u_tables, p)
+    _write(out_group, CLASS_MEAN_RANKS, S[:n_write], offset)
+    r_sum, r_sq = rank_sums(R)
+    s_sum, s_sq = rank_sums(S)
+    out = {"rank_cross": R @ S.T, "r_sum": r_sum, "r_sq": r_sq, "s_sum": s_sum, "s_sq": s_sq}
+    if loo is not None and len(loo):
+        out["loo_cross"], out["loo_sum"], out["loo_sq"] = _loo_rank_sums(x, U, R, loo, u_tables, p)
+    return out
+
+
+def spearman_sketch_pass(
+    X: da.Array,
+    W: np.ndarray,
+    x_tables: Sequence[RankTable],
+    u_tables: Sequence[RankTable],
+    *,
+    loo: LooSpec | None = None,
+    n_write: int = 0,
+    out_group: str | None = None,
+):
+    """Spearman sums with **estimated** ranks, in **one pass** (after :func:`class_stats_pass`).
+
+    Row i's rank of a value v is estimated as p F_i(v) + 1/2, with F_i the
+    mid-rank CDF of the row's sampled values, linearly interpolated
+    (:class:`~wideml.algebra.encoder.RankTable`); likewise for each class mean
+    from the class mean's values at the same features. A leave-one-out class
+    mean (n_c u_c - x_i) / (n_c - 1) is ranked with its class mean's table
+    (it differs from u_c by O(1/n_c)).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+    W : ndarray of shape (n_samples, S * K)
+    x_tables : sequence of n_samples RankTable
+    u_tables : sequence of S * K RankTable
+    loo : LooSpec, optional
+        Pairs whose leave-one-out rank sums to accumulate too.
+    n_write, out_group :
+        Write the first ``n_write`` class means' estimated ranks into
+        ``out_group``'s ``class_mean_ranks`` (K x p, chunked like X).
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a dict with ``rank_cross`` (n x SK), ``r_sum``, ``r_sq``
+        (n), ``s_sum``, ``s_sq`` (SK) and, with ``loo``, ``loo_cross``,
+        ``loo_sum``, ``loo_sq`` (len(loo)).
+    """
+    stripes, offsets = feature_stripes(X)
+    p = int(X.shape[1])
+    W_d = dask.delayed(np.asarray(W, dtype=np.float64))
+    xt, ut = dask.delayed(list(x_tables)), dask.delayed(list(u_tables))
+    loo_d = dask.delayed(loo) if loo is not None else None
+    task = dask.delayed(_sketch_rank_chunk, pure=True)
+    parts = [task(s, int(o), W_d, xt, ut, p, loo_d, n_write, out_group) for s, o in zip(stripes, offsets)]
+    return tree_reduce(parts, _sum_parts)
+
+
+# --------------------------------------------------------------------------------------
+# pass 2 (exact ranks): whole rows of a block of samples
+# --------------------------------------------------------------------------------------
+def _exact_block(rows, S, U, loo, *stripes):
+    x = np.concatenate([np.asarray(s) for s in stripes], axis=1).astype(np.float64, copy=False)
+    R = row_ranks(x)
+    r_sum, r_sq = rank_sums(R)
+    out = {"rank_cross": R @ S.T, "r_sum": r_sum, "r_sq": r_sq}
+    if loo is not None and len(loo):
+        L = len(loo)
+        cross, ssum, ssq = np.empty(L), np.empty(L), np.empty(L)
+        local = loo.rows - rows[0]
+        for a in range(0, L, LOO_BATCH):
+            b = min(L, a + LOO_BATCH)
+            cnt = loo.counts[a:b][:, None]
+            u_loo = (cnt * U[loo.cols[a:b]] - x[local[a:b]]) / np.maximum(cnt - 1, 1)
+            Sl = row_ranks(u_loo)
+            cross[a:b] = np.einsum("ij,ij->i", R[local[a:b]], Sl)
+            ssum[a:b], ssq[a:b] = rank_sums(Sl)
+        out["loo_cross"], out["loo_sum"], out["loo_sq"] = cross, ssum, ssq
+    return out
+
+
+def spearman_exact_block(X: da.Array, rows: slice, S: np.ndarray, *, U: np.ndarray | None = None,
+                         loo: LooSpec | None = None):
+    """Exact Spearman sums for the samples ``rows``: one pass over X (reads every chunk, keeps those rows).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+    rows : slice
+        A contiguous block of samples; its whole rows (b x p) and their ranks
+        are held in memory by one task.
+    S : ndarray of shape (A, n_features)
+        Exact ranks of the anchors (class means).
+    U : ndarray of shape (A, n_features), optional
+        The anchors themselves (needed for ``loo``).
+    loo : LooSpec, optional
+        Leave-one-out pairs whose rows all lie in ``rows``; ``loo.rows`` are
+        global sample indices.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a dict with ``rank_cross`` (b x A), ``r_sum``, ``r_sq`` (b)
+        and, with ``loo``, ``loo_cross``, ``loo_sum``, ``loo_sq``.
+    """
+    start, stop, _ = rows.indices(X.shape[0])
+    stripes, _ = feature_stripes(X[start:stop])
+    consts = [dask.delayed(np.arange(start, stop)), dask.delayed(S), dask.delayed(U), dask.delayed(loo)]
+    return dask.delayed(_exact_block, pure=True)(*consts, *stripes)
+
+
+# --------------------------------------------------------------------------------------
+# new data against stored class means (and their ranks)
+# --------------------------------------------------------------------------------------
+def _aligned_stripes(A, X: da.Array) -> list:
+    """Column stripes of a K x p array (numpy, zarr or dask) aligned with X's feature chunks."""
+    if not isinstance(A, da.Array):
+        A = da.from_array(A, chunks=(A.shape[0], X.chunks[1]), asarray=True)
+    A = A.rechunk((A.shape[0], X.chunks[1]))
+    return list(A.to_delayed()[0])
+
+
+def _anchor_chunk(block, offset, u, s, tables, p, precision):
+    offset = int(offset)
+    x = _float_block(block, offset, precision)
+    x_sq = np.square(x).sum(axis=1, dtype=np.float64)
+    if not np.all(np.isfinite(x_sq)):
+        check_finite(np.asarray(block), offset)
+    out = {"x_sq": x_sq}
+    if u is not None:
+        u = np.asarray(u).astype(x.dtype, copy=False)
+        out["cross"] = (x @ u.T).astype(np.float64)
+        out["u_sq"] = np.square(u.astype(np.float64)).sum(axis=1)
+    if s is not None:
+        s = np.asarray(s, dtype=np.float64)
+        R = approx_ranks(x.astype(np.float64), tables, p)
+        out["rank_cross"] = R @ s.T
+        out["r_sum"], out["r_sq"] = rank_sums(R)
+    return out
+
+
+def anchor_pass(X: da.Array, U=None, *, S=None, x_tables: Sequence[RankTable] | None = None, precision: str = "float64"):
+    """Statistics of new samples against stored anchors, in **one pass** over X.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (m, n_features)
+    U : array of shape (K, n_features), optional
+        Class means (numpy, zarr or dask); gives ``cross``, ``x_sq``, ``u_sq``.
+    S : array of shape (K, n_features), optional
+        Estimated class-mean ranks (with ``x_tables``, the new rows' rank
+        tables from :func:`sketch_pass`); gives ``rank_cross``, ``r_sum``, ``r_sq``.
+    precision : {"float64", "float32"}
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a dict of those sums.
+    """
+    stripes, offsets = feature_stripes(X)
+    us = _aligned_stripes(U, X) if U is not None else [None] * len(stripes)
+    ss = _aligned_stripes(S, X) if S is not None else [None] * len(stripes)
+    tables = dask.delayed(list(x_tables)) if x_tables is not None else None
+    task = dask.delayed(_anchor_chunk, pure=True)
+    p = int(X.shape[1])
+    parts = [task(x, int(o), u, s, tables, p, precision) for x, o, u, s in zip(stripes, offsets, us, ss)]
+    return tree_reduce(parts, _sum_parts)
+
+
+def _sketch_chunk(block, offset, idx):
+    offset = int(offset)
+    lo, hi = np.searchsorted(idx, [offset, offset + block.shape[1]])
+    vals = np.asarray(block)[:, idx[lo:hi] - offset].astype(np.float64)
+    if not np.all(np.isfinite(vals)):
+        check_finite(np.asarray(block), offset)
+    return {"pieces": [(offset, vals, None)]}
+
+
+def sketch_pass(X: da.Array, sketch_idx: np.ndarray):
+    """Every row's values at the sampled features (n x m), in **one pass** (chunks without a sampled feature are not read)."""
+    stripes, offsets = feature_stripes(X)
+    idx = np.asarray(sketch_idx, dtype=np.int64)
+    ends = offsets + np.asarray(X.chunks[1])
+    task = dask.delayed(_sketch_chunk, pure=True)
+    parts = [task(s, int(o), idx) for s, o, e in zip(stripes, offsets, ends)
+             if np.searchsorted(idx, o) < np.searchsorted(idx, e)]
+    if not parts:
+        return dask.delayed(np.zeros)((X.shape[0], 0))
+    return dask.delayed(_sketch_finish, pure=True)(tree_reduce(parts, _sum_parts))
+
+
+def _sketch_finish(total):
+    return np.concatenate([v for _, v, _ in sorted(total["pieces"], key=lambda q: q[0])], axis=1)
+
+
+# --------------------------------------------------------------------------------------
+# full-kernel form
+# --------------------------------------------------------------------------------------
+def _cross_chunk(a, b):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return {"gram": a @ b.T, "a_sq": np.square(a).sum(axis=1), "b_sq": np.square(b).sum(axis=1)}
+
+
+def cross_gram_pass(X_new: da.Array, X_train: da.Array):
+    """X_new X_train^T (m x n) and both sets' squared row norms, in **one pass** over each.
+
+    The training array is re-chunked to X_new's feature chunks when they differ.
+    """
+    a_stripes, _ = feature_stripes(X_new)
+    b_stripes, _ = feature_stripes(X_train.rechunk((X_train.shape[0], X_new.chunks[1])))
+    task = dask.delayed(_cross_chunk, pure=True)
+    return tree_reduce([task(a, b) for a, b in zip(a_stripes, b_stripes)], _sum_parts)
+
+
+def _rank_gram(na, same, *stripes):
+    x = np.concatenate([np.asarray(s) for s in stripes], axis=1).astype(np.float64, copy=False)
+    R = row_ranks(x)
+    Ra = R[:na]
+    Rb = Ra if same else R[na:]
+    a_sum, a_sq = rank_sums(Ra)
+    b_sum, b_sq = rank_sums(Rb)
+    return {"gram": Ra @ Rb.T, "a_sum": a_sum, "a_sq": a_sq, "b_sum": b_sum, "b_sq": b_sq}
+
+
+def rank_gram_block(X_a: da.Array, X_b: da.Array | None = None):
+    """Exact rank cross-products R_a R_b^T (and rank sums) of two row sets held whole in memory (one pass over each).
+
+    With ``X_b`` None, R_b = R_a (the training rank Gram).
+    """
+    parts = [X_a] if X_b is None else [X_a, X_b.rechunk((X_b.shape[0], X_a.chunks[1]))]
+    stacked = da.concatenate(parts, axis=0) if len(parts) > 1 else X_a
+    stripes, _ = feature_stripes(stacked)
+    return dask.delayed(_rank_gram, pure=True)(int(X_a.shape[0]), X_b is None, *stripes)
+
+
+__all__ = [
+    "CLASS_MEANS", "CLASS_MEAN_RANKS", "ClassStats", "LooSpec", "anchor_pass", "class_stats_pass", "cross_gram_pass",
+    "rank_gram_block", "sketch_pass", "spearman_exact_block", "spearman_sketch_pass",
+]
