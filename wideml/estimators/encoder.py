@@ -73,6 +73,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from wideml.algebra import encoder as alg
 from wideml.estimators._input import fit_input, predict_input
@@ -93,13 +94,14 @@ _EXACT_BYTES = 8 * 4
 # helpers shared by fit and cross-validation
 # ======================================================================================
 def _lda(Z: np.ndarray, codes: np.ndarray) -> LinearDiscriminantAnalysis:
-    with warnings.catch_warnings():
+    # n x K problems: one BLAS thread is fastest (threads only contend on a shared machine)
+    with warnings.catch_warnings(), threadpool_limits(1, user_api="blas"):
         warnings.simplefilter("ignore")
         return LinearDiscriminantAnalysis().fit(Z, codes)
 
 
 def _proba(lda: LinearDiscriminantAnalysis, Z: np.ndarray) -> np.ndarray:
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), threadpool_limits(1, user_api="blas"):
         warnings.simplefilter("ignore")
         return lda.predict_proba(Z)
 
