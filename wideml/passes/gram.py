@@ -82,11 +82,16 @@ class GramStats:
         return np.diag(self.G) + 2 * self.r + self.s
 
 
-def _group_medians(x: np.ndarray, codes: np.ndarray, n_classes: int) -> np.ndarray:
-    out = np.empty((n_classes, x.shape[1]))
+def _group_medians(xt: np.ndarray, codes: np.ndarray, n_classes: int) -> np.ndarray:
+    """Class medians, shape (n_classes, p_j), from the transposed chunk ``xt`` (p_j x n_sub)."""
+    out = np.empty((n_classes, xt.shape[0]))
     for k in range(n_classes):
-        rows = x[codes == k]
-        out[k] = np.median(rows, axis=0) if len(rows) else np.nan
+        cols = np.flatnonzero(codes == k)
+        if len(cols) == 0:
+            out[k] = np.nan
+            continue
+        rows = np.ascontiguousarray(xt[:, cols])  # one copy, contiguous along samples
+        out[k] = np.median(rows, axis=1, overwrite_input=True)
     return out
 
 
@@ -107,21 +112,12 @@ def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_gr
     bad = first_nonfinite(block, int(offset))
     if bad is not None:  # reported after the pass, so the lowest bad feature index wins
         return None, None, 0.0, [], bad
-    x = block.astype(np.float64, copy=False)
+    x = block.astype(np.float64, copy=True)  # our own copy: centred in place below
     m = x.mean(axis=0)
-    xc = x - m
-    if precision == "float32":
-        xs = xc.astype(np.float32)
-        G = (xs @ xs.T).astype(np.float64)
-    else:
-        G = xc @ xc.T
-    r = xc @ m
-    s = float(m @ m)
-    meds = []
+    medians = []
     for idx, sub_codes, is_full in median_sets:
-        M = _group_medians(x[idx], sub_codes, n_classes)
-        Mc = M - m
-        meds.append((xc @ Mc.T, Mc @ Mc.T))
+        M = _group_medians(x.T if is_full else x[idx].T, sub_codes, n_classes)
+        medians.append(M - m)
         if is_full:
             _write(out_group, CLASS_MEDIANS, M, offset)
     if out_group is not None:
@@ -130,6 +126,15 @@ def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_gr
         means = (onehot.T @ x) / onehot.sum(axis=0)[:, None]
         _write(out_group, CLASS_MEANS, means, offset)
         _write(out_group, FEATURE_MEAN, m, offset)
+    x -= m
+    if precision == "float32":
+        xs = x.astype(np.float32)
+        G = (xs @ xs.T).astype(np.float64)
+    else:
+        G = x @ x.T
+    r = x @ m
+    s = float(m @ m)
+    meds = [(x @ Mc.T, Mc @ Mc.T) for Mc in medians]
     return G, r, s, meds, None
 
 
