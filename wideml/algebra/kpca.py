@@ -53,10 +53,15 @@ def center_cross_kernel(Kx: np.ndarray, col_means: np.ndarray, grand_mean: float
     return Kx - col_means[None, :] - Kx.mean(axis=1, keepdims=True) + grand_mean
 
 
-def roundoff_tol(eigvals: np.ndarray, n: int) -> float:
-    """Magnitude below which a negative eigenvalue of an n x n PSD matrix counts as round-off."""
+def roundoff_tol(eigvals: np.ndarray, n: int, kernel_scale: float = 0.0) -> float:
+    """Magnitude below which a negative eigenvalue of a centred n x n kernel counts as round-off.
+
+    Centring subtracts row and column means of K, so its round-off scales with
+    ||K|| (bounded by n max|K_ij|, ``kernel_scale``), not with the centred
+    spectrum, which can be far smaller (e.g. a wide RBF: K close to 1 1^T).
+    """
     top = float(np.max(np.abs(eigvals))) if eigvals.size else 0.0
-    return max(n, 1) * np.finfo(np.float64).eps * top * 100
+    return max(n, 1) * np.finfo(np.float64).eps * max(top, kernel_scale) * 100
 
 
 @dataclass
@@ -164,9 +169,10 @@ def fit_kpca(K: np.ndarray, n_components: int | None = None, *, tol: float = DEF
     vals, vecs = vals[::-1], vecs[:, ::-1]
     top = max(float(vals[0]), 0.0)
     clipped = 0.0
-    if vals[-1] < -roundoff_tol(vals, n):
+    noise = roundoff_tol(vals, n, n * float(np.max(np.abs(K))))
+    if vals[-1] < -noise:
         clipped = float(vals[-1])
-        n_neg = int(np.sum(vals < -roundoff_tol(vals, n)))
+        n_neg = int(np.sum(vals < -noise))
         rel = abs(clipped) / top if top > 0 else np.inf
         warnings.warn(
             f"the centred kernel matrix is not positive semi-definite: {n_neg} eigenvalue(s) below zero beyond round-off, "

@@ -59,8 +59,8 @@ class LMNN(TransformerMixin, BaseEstimator):
     n_components : int or None, default None
         Rows of L; None means the input dimension.
     init : {"identity", "pca"}, default "identity"
-    max_iter : int, default 200
-        L-BFGS iterations.
+    max_iter : int, default 50
+        L-BFGS iterations (the hinge is not smooth; more iterations rarely help 1-NN).
     tol : float, default 1e-7
 
     Attributes
@@ -71,7 +71,7 @@ class LMNN(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_neighbors: int = 3, c: float = 1.0, n_components: int | None = None, init: str = "identity",
-                 max_iter: int = 200, tol: float = 1e-7):
+                 max_iter: int = 50, tol: float = 1e-7):
         self.n_neighbors = n_neighbors
         self.c = c
         self.n_components = n_components

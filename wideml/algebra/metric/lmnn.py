@@ -54,15 +54,13 @@ def lmnn_loss_grad(L: np.ndarray, X: np.ndarray, targets: np.ndarray, codes: np.
     f = float(d_ij.sum() + c * hinge.sum())
     W = np.zeros((n, n))
     np.add.at(W, (rows, cols), 1.0 + c * active.sum(axis=1))
-    R = np.zeros((n, n * k))
-    R[rows, np.arange(n * k)] = 1.0
-    W -= c * (R @ active.astype(np.float64))
+    W -= c * active.reshape(n, k, n).sum(axis=1)  # rows are grouped by i (np.repeat), so this sums each i's triplets
     Lap = np.diag(W.sum(axis=1) + W.sum(axis=0)) - W - W.T
-    return f, 2.0 * L @ (X.T @ Lap @ X)
+    return f, 2.0 * (Z.T @ (Lap @ X))
 
 
 def fit_lmnn(X: np.ndarray, codes: np.ndarray, *, n_neighbors: int = 3, c: float = 1.0, n_components: int | None = None,
-             init: str | np.ndarray = "identity", max_iter: int = 200, tol: float = 1e-7, targets: np.ndarray | None = None,
+             init: str | np.ndarray = "identity", max_iter: int = 50, tol: float = 1e-7, targets: np.ndarray | None = None,
              target_sq_dist: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Learn the LMNN map L (M = L^T L).
 
@@ -122,7 +120,7 @@ def fit_lmnn(X: np.ndarray, codes: np.ndarray, *, n_neighbors: int = 3, c: float
         return f, g.ravel()
 
     res = scipy.optimize.minimize(fun, L0.ravel(), jac=True, method="L-BFGS-B",
-                                  options={"maxiter": int(max_iter), "ftol": tol, "gtol": 1e-10})
+                                  options={"maxiter": int(max_iter), "maxfun": 4 * int(max_iter), "ftol": tol, "gtol": 1e-10})
     L = res.x.reshape(d, D)
     f, _ = lmnn_loss_grad(L, X, targets, codes, c)
     Z = X @ L.T

@@ -1,0 +1,147 @@
+"""Kernel LOL: LOL on KPCA coordinates (the LOL paper's "next step", by the KPCA trick).
+
+LOL only needs inner products of centred samples, so with F the KPCA
+coordinates (n x r, centred) it runs on G = F F^T, which is the centred kernel
+matrix itself when all non-zero components are kept: the class-mean
+differences and class-centred principal directions are taken in the kernel's
+feature space. The embedding is linear in F, A = F^T B (r x d), and LDA (the
+LOL paper's classifier) or QDA classifies it. With ``kernel="linear"`` this is
+linear LOL (same embedding up to rotation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
+from sklearn.utils.validation import check_is_fitted
+
+from wideml.algebra.kpca import DEFAULT_TOL
+from wideml.algebra.lol import lol_projection
+from wideml.estimators.kpca import KernelBasis, TrainingData, choose_landmarks, fit_basis, make_kernel, new_products, training_products
+from wideml.estimators.kpca_trick import _labels
+from wideml.exceptions import WidemlError
+
+
+def _classifier(name: str):
+    if name == "lda":
+        return LinearDiscriminantAnalysis()
+    if name == "qda":
+        return QuadraticDiscriminantAnalysis(reg_param=1e-6)
+    raise WidemlError(f"classifier {name!r} is not 'lda' or 'qda'; pick one of them.")
+
+
+class KernelLOL(ClassifierMixin, BaseEstimator):
+    """LOL in a kernel's feature space, then LDA (or QDA), from one Gram pass.
+
+    Parameters
+    ----------
+    n_components : int, default 10
+        d, the LOL embedding dimension: K-1 class-mean differences, then the
+        top class-centred directions (in feature space).
+    kernel : {"rbf", "poly", "linear"}, default "rbf"
+        ``rbf`` is the scaled RBF exp(-||x - y||^2 / (2 p sigma^2)).
+    sigma : float, default 1.0
+    degree, coef0, gamma : polynomial kernel (gamma x.y + coef0)^degree; gamma None means 1/p.
+    kpca_components : int or None, default None
+        KPCA components LOL runs on (None: all non-zero ones, exact).
+    first_moment : {"mean"}, default "mean"
+        Class means (class medians are not linear in feature space).
+    second_moment : {"linear", "quadratic"}, default "linear"
+        ``quadratic`` is QOQ (per-class covariances) in feature space.
+    classifier : {"lda", "qda"}, default "lda"
+    tol : float, default 1e-10
+    n_landmarks : int or None, default None
+        Nystrom approximation on this many class-stratified landmarks.
+    random_state : int, default 0
+
+    Attributes
+    ----------
+    classes_, basis_, components_ (d x r), embedding_ (n x d), classifier_, n_features_in_
+
+    Notes
+    -----
+    Passes over X: ``fit`` 1; ``predict``/``transform``/``score`` 1 over the new
+    data and the training data together.
+    """
+
+    def __init__(self, n_components: int = 10, kernel: str = "rbf", sigma: float = 1.0, degree: int = 2, coef0: float = 1.0,
+                 gamma: float | None = None, kpca_components: int | None = None, first_moment: str = "mean",
+                 second_moment: str = "linear", classifier: str = "lda", tol: float = DEFAULT_TOL,
+                 n_landmarks: int | None = None, random_state: int = 0):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.gamma = gamma
+        self.kpca_components = kpca_components
+        self.first_moment = first_moment
+        self.second_moment = second_moment
+        self.classifier = classifier
+        self.tol = tol
+        self.n_landmarks = n_landmarks
+        self.random_state = random_state
+
+    def fit(self, X, y) -> "KernelLOL":
+        """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels; one pass over X."""
+        if self.first_moment != "mean":
+            raise WidemlError(f"Kernel LOL supports first_moment='mean' only, got {self.first_moment!r}; class medians are not defined in feature space.")
+        _classifier(self.classifier)
+        kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
+        self.classes_, codes = _labels(y)
+        self.training_ = TrainingData.from_input(X)
+        Xd = self.training_.array()
+        if Xd.shape[0] != len(codes):
+            raise WidemlError(f"y has {len(codes)} labels but X has {Xd.shape[0]} samples; give exactly one label per sample.")
+        self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(Xd.shape[0], int(self.n_landmarks), codes, self.random_state)
+        products = training_products(Xd, self.landmarks_)
+        self.basis_, F = fit_basis(kernel, products, self.kpca_components, self.tol)
+        G = F @ F.T
+        proj = lol_projection(G, codes, len(self.classes_), int(self.n_components), first_moment="mean",
+                              second_moment=self.second_moment)
+        self.components_ = (F.T @ proj.B).T
+        self.embedding_ = F @ self.components_.T
+        self._codes = codes
+        self.classifier_ = _classifier(self.classifier).fit(self.embedding_, codes)
+        self.n_features_in_ = int(Xd.shape[1])
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """LOL embedding (m x d) of new samples; one pass over X and the training data together."""
+        check_is_fitted(self, "components_")
+        return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_)) @ self.components_.T
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels; one pass over X and the training data together."""
+        return self.classes_[self.classifier_.predict(self.transform(X))]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities (m x n_classes); one pass over X and the training data together."""
+        return self.classifier_.predict_proba(self.transform(X))
+
+    def _model_state(self):
+        st, arrays = self.basis_.state()
+        tst, tarr = self.training_.state()
+        arrays.update(tarr)
+        arrays.update({"components": self.components_, "embedding": self.embedding_, "codes": self._codes, "classes": self.classes_})
+        if self.landmarks_ is not None:
+            arrays["landmarks"] = self.landmarks_
+        return {"basis": st, "training": tst, "n_features_in": self.n_features_in_}, arrays
+
+    @classmethod
+    def _from_model_state(cls, params, state, arrays):
+        est = cls(**params)
+        est.basis_ = KernelBasis.from_state(state["basis"], arrays)
+        est.training_ = TrainingData.from_state(state["training"], arrays)
+        est.components_ = np.asarray(arrays["components"][...])
+        est.embedding_ = np.asarray(arrays["embedding"][...])
+        est._codes = np.asarray(arrays["codes"][...])
+        est.classes_ = np.asarray(arrays["classes"][...])
+        est.landmarks_ = np.asarray(arrays["landmarks"][...]) if "landmarks" in arrays else None
+        est.classifier_ = _classifier(est.classifier).fit(est.embedding_, est._codes)
+        est.n_features_in_ = int(state["n_features_in"])
+        return est
+
+
+__all__ = ["KernelLOL"]
