@@ -1,0 +1,171 @@
+"""EncoderClassifier: oracles on every input kind, fast = full for the inner product, pass counts, models, bad input."""
+
+from pathlib import Path
+
+import dask.array as da
+import h5py
+import numpy as np
+import pytest
+import scipy.stats
+
+from wideml.estimators.encoder import EncoderClassifier, cross_validate_encoder
+from wideml.exceptions import WidemlError
+from wideml.storage import open_store, write_store
+from wideml.storage.model import load_model, save_model
+from wideml.storage.reader import READ_COUNTER
+
+N, P, K, WIDTH = 45, 120, 3, 25
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def xy():
+    rng = np.random.default_rng(5)
+    y = np.arange(N) % K
+    X = rng.standard_normal((N, P)) + 0.8 * y[:, None] * (np.arange(P) < 15)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def stores(xy, tmp_path_factory):
+    X, y = xy
+    d = tmp_path_factory.mktemp("enc")
+    zpath, hpath = d / "s.zarr", d / "s.h5"
+    write_store(zpath, X, y, feature_chunk=WIDTH, dtype="float64")
+    write_store(hpath, X, y, feature_chunk=WIDTH, dtype="float64")
+    return zpath, hpath
+
+
+def reference_z(kernel, X, y, Xnew):
+    """The paper's Z(i, k) = kernel(x_i, u_k) straight from its definition."""
+    U = np.stack([X[y == k].mean(0) for k in range(K)])
+    if kernel == "linear":
+        return Xnew @ U.T
+    if kernel == "euclidean":
+        dmax = np.linalg.norm(X[:, None] - U[None], axis=2).max()
+        return dmax - np.linalg.norm(Xnew[:, None] - U[None], axis=2)
+    R, S = scipy.stats.rankdata(Xnew, axis=1), scipy.stats.rankdata(U, axis=1)
+    return np.corrcoef(np.vstack([R, S]))[: len(Xnew), len(Xnew):]
+
+
+@pytest.mark.parametrize("kernel", ["linear", "euclidean", "spearman"])
+def test_every_input_kind_matches_the_definition(kernel, xy, stores):
+    X, y = xy
+    zpath, hpath = stores
+    h5 = h5py.File(hpath, "r")
+    inputs = {"numpy": (X, y), "dask": (da.from_array(X, chunks=(N, 40)), y), "zarr store": (open_store(zpath), None),
+              "hdf5 dataset": (h5["X"], y)}
+    Xnew = X[::4] + 0.3
+    want_train, want_new = reference_z(kernel, X, y, X), reference_z(kernel, X, y, Xnew)
+    preds = []
+    for name, (Xin, yin) in inputs.items():
+        est = EncoderClassifier(kernels=kernel).fit(Xin, yin)
+        np.testing.assert_allclose(est.embedding_, want_train, atol=1e-10, err_msg=name)
+        np.testing.assert_allclose(est.transform(Xnew), want_new, atol=1e-10, err_msg=name)
+        preds.append(est.predict(Xnew))
+    h5.close()
+    for p in preds[1:]:
+        np.testing.assert_array_equal(p, preds[0])
+
+
+def test_fast_and_full_forms_agree_for_the_inner_product(xy, stores):
+    X, y = xy
+    fast = EncoderClassifier(kernels="linear").fit(open_store(stores[0]))
+    full = EncoderClassifier(kernels="linear", form="full").fit(open_store(stores[0]))
+    np.testing.assert_allclose(full.embedding_, fast.embedding_, rtol=1e-12, atol=1e-11)
+    np.testing.assert_allclose(full.transform(X), fast.transform(X), rtol=1e-12, atol=1e-11)
+    np.testing.assert_array_equal(full.predict(X), fast.predict(X))
+    np.testing.assert_allclose(full.classifier_.coef_, fast.classifier_.coef_, rtol=1e-8)
+
+
+def _reads(path, fn):
+    before = READ_COUNTER[str(path)]
+    fn()
+    return READ_COUNTER[str(path)] - before
+
+
+def test_pass_counts(stores):
+    zpath = stores[0]
+    store = open_store(zpath)
+    chunks = store.X.numblocks[1]
+    lin = EncoderClassifier(kernels="linear,euclidean")
+    assert _reads(zpath, lambda: lin.fit(store)) == chunks  # one pass
+    assert lin.n_fit_passes_ == 1
+    assert _reads(zpath, lambda: lin.predict(store)) == chunks
+    multi = EncoderClassifier()
+    assert _reads(zpath, lambda: multi.fit(store)) == 2 * chunks
+    assert multi.n_fit_passes_ == 2
+    out = {}
+    assert _reads(zpath, lambda: out.update(cross_validate_encoder(store, cv=3, kernels="linear,euclidean"))) == chunks
+    assert out["n_passes"] == 1
+
+
+@pytest.mark.parametrize("selection,spearman", [("cross_entropy", "exact"), ("loo_cross_entropy", "exact"),
+                                                ("loo_cross_entropy", "approx"), ("cv_cross_entropy", "approx")])
+def test_cv_folds_equal_separate_fits(xy, selection, spearman):
+    X, y = xy
+    from sklearn.model_selection import StratifiedKFold
+
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=1).split(X, y))
+    kw = dict(selection=selection, spearman=spearman, sketch_size=50)
+    res = cross_validate_encoder(X, y, cv=folds, **kw)
+    assert res["n_passes"] == 2
+    for f, (tr, te) in enumerate(folds):
+        est = EncoderClassifier(**kw).fit(X[tr], y[tr])
+        assert est.kernel_ == res["selected_kernels"][f]
+        assert res["fold_errors"][f] == pytest.approx(np.mean(est.predict(X[te]) != y[te]))
+        for k, v in est.kernel_scores_.items():
+            assert res["kernel_scores"][f][k] == pytest.approx(v, rel=1e-9)
+
+
+@pytest.mark.parametrize("kernels,spearman", [("linear,euclidean,spearman", "exact"), ("spearman", "approx")])
+def test_model_round_trip(kernels, spearman, xy, stores, tmp_path):
+    X, y = xy
+    for train in (open_store(stores[0]), X):
+        est = EncoderClassifier(kernels=kernels, spearman=spearman, sketch_size=64).fit(train, y)
+        save_model(est, tmp_path / "m.zarr", overwrite=True)
+        back = load_model(tmp_path / "m.zarr")
+        assert back.kernel_ == est.kernel_
+        np.testing.assert_allclose(back.predict_proba(X), est.predict_proba(X), atol=1e-12)
+        np.testing.assert_array_equal(back.predict(open_store(stores[0])), est.predict(X))
+
+
+def test_probabilities_and_score(xy):
+    X, y = xy
+    est = EncoderClassifier().fit(X, y)
+    proba = est.predict_proba(X)
+    assert proba.shape == (N, K)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert est.score(X, y) == pytest.approx(np.mean(est.predict(X) == y))
+
+
+# -- bad input: one sentence each -------------------------------------------------------
+def test_unknown_kernel_lists_valid_kernels(xy):
+    with pytest.raises(WidemlError, match=r"^unknown kernel 'rbf'; valid kernels are linear, euclidean, spearman\.$"):
+        EncoderClassifier(kernels="linear,rbf").fit(*xy)
+
+
+def test_new_store_with_another_feature_count(xy, tmp_path):
+    X, y = xy
+    write_store(tmp_path / "other.zarr", X[:, :100], y)
+    est = EncoderClassifier(kernels="linear").fit(X, y)
+    with pytest.raises(WidemlError, match=r"^X has 100 features, but the encoder is expecting 120 features as input; .*\.$"):
+        est.predict(open_store(tmp_path / "other.zarr"))
+
+
+def test_class_absent_from_training_at_predict_time(xy):
+    X, y = xy
+    est = EncoderClassifier(kernels="linear").fit(X[y < 2], y[y < 2])
+    with pytest.raises(WidemlError, match=r"^y holds class 2 that was absent from training .*\.$"):
+        est.score(X, y)
+
+
+@pytest.mark.skipif(not (DATA / "faceYaleB_32x32.mat").exists(), reason="Extended Yale B not available")
+def test_yale_slice_switches_to_spearman():
+    from wideml.datasets import load_yale_b
+
+    X, y = load_yale_b(DATA / "faceYaleB_32x32.mat")
+    keep = y <= 6
+    res = cross_validate_encoder(X[keep], y[keep], cv=3)  # the paper's selection rule
+    assert set(res["selected_kernels"]) == {"spearman"}
+    assert res["mean_error"] < np.mean(res["kernel_errors"]["linear"])
