@@ -10,21 +10,24 @@ run in parallel on any scheduler (threads, processes, a dask.distributed
 cluster sharing the filesystem) with no locks.
 
 The memory budget (``memory_limit`` or config ``wideml.memory-limit``) is shared
-by the tasks that run at once: one region holds at most
-``budget // (3 * concurrent tasks)`` bytes (the read block, its cast copy and
-the codec's buffers). Peak memory therefore depends on the chunk sizes and the
-budget, never on the number of features.
+by the tasks that run at once: a task may use ``budget // (2 * concurrent
+tasks)`` bytes (the other half is headroom), counted by :func:`task_cost` as
+the block read, its encoded copy on write and the whole source chunks zarr or
+HDF5 decode to cut it out. Peak memory therefore depends on the chunk sizes
+and the budget, never on the number of features.
 
 A region reads every source chunk it touches; zarr and HDF5 decode whole
-chunks, so a source chunk shared by two regions is read twice. The planner
-widens regions (within the budget) until that re-reading costs at most ~25%.
-When the source chunks are so wide that a full-height stripe covering them
-does not fit (e.g. a store chunked as ``(10, n_features)``: each chunk is a
-block of whole rows), the copy runs in **two stages** through an intermediate
-store chunked ``(h1, c)``: stage 1 reads blocks of ``h1`` whole rows (each
-source chunk once) and writes them as ``(h1, c)`` chunks; stage 2 stitches
-``n / h1`` of those into each full-height ``(n, c)`` chunk. Each byte is then
-read twice and written twice instead of being re-read ``b / c`` times.
+chunks, so a source chunk shared by two regions is read twice.
+:func:`plan_copy` weighs that I/O against memory: a direct copy with wider
+regions re-reads less but holds more. When the source chunks are so wide that
+a full-height stripe covering them does not fit (e.g. a store chunked as
+``(10, n_features)``: each chunk is a block of whole rows), the copy runs in
+**two stages** through an intermediate store chunked ``(h1, c)``: stage 1
+reads blocks of ``h1`` whole rows (each source chunk once) and writes them as
+``(h1, c)`` chunks; stage 2 stitches ``n / h1`` of those into each full-height
+``(n, c)`` chunk. Each byte is then read twice and written twice instead of
+being re-read ``b / c`` times. If even one source chunk does not fit the
+budget, the plan that needs the least memory runs, with a PerformanceWarning.
 
 Where the output is HDF5 (a single-writer format) or the source is an
 in-memory array, the tasks run on local threads (h5py serialises the writes);
@@ -48,10 +51,6 @@ from wideml.exceptions import PerformanceWarning, WidemlError
 from wideml.storage import schema
 from wideml.storage.atomic import check_output, remove_path
 
-#: Re-reading of source chunks (total read / data size) a single-stage copy may cost.
-MAX_READ_FACTOR = 1.25
-#: Single-stage copies re-reading more than this go through an intermediate store.
-TWO_STAGE_FACTOR = 3.0
 
 
 # --------------------------------------------------------------------------- budget
@@ -83,8 +82,8 @@ def concurrency(local: bool = False) -> int:
 
 
 def task_budget(budget: int, local: bool = False) -> int:
-    """Bytes one copy region may hold: a third of the budget per concurrent task."""
-    return max(1, int(budget) // (3 * concurrency(local)))
+    """Bytes one copy task may use: half the budget, shared by the tasks that run at once."""
+    return max(1, int(budget) // (2 * concurrency(local)))
 
 
 # --------------------------------------------------------------------------- planning
@@ -102,11 +101,9 @@ def _axis_read(length: int, src: int, region: int) -> int:
     """Elements read along one axis when regions of ``region`` tile ``[0, length)`` over source chunks of ``src``."""
     if src <= 1 or region % src == 0:
         return length
-    total = 0
-    for r0 in range(0, length, region):
-        r1 = min(length, r0 + region)
-        total += min(length, -(-r1 // src) * src) - (r0 // src) * src
-    return total
+    r0 = np.arange(0, length, region, dtype=np.int64)
+    r1 = np.minimum(length, r0 + region)
+    return int(np.sum(np.minimum(length, -(-r1 // src) * src) - (r0 // src) * src))
 
 
 def read_factor(shape: tuple[int, int], src_chunks: tuple[int, int], region: tuple[int, int]) -> float:
@@ -115,14 +112,37 @@ def read_factor(shape: tuple[int, int], src_chunks: tuple[int, int], region: tup
     return _axis_read(n, src_chunks[0], region[0]) / n * _axis_read(p, src_chunks[1], region[1]) / p
 
 
-def _widest(shape, src_chunks, rows: int, unit: int, itemsize: int, budget: int) -> int:
-    """Columns of a region of ``rows`` rows: a multiple of ``unit`` that fits ``budget``, no wider than needed."""
-    p = shape[1]
-    k_max = max(1, min(budget // max(1, rows * unit * itemsize), -(-p // unit)))
-    k = 1
-    while k < k_max and read_factor(shape, src_chunks, (rows, k * unit)) > MAX_READ_FACTOR:
-        k = min(k_max, 2 * k)
-    return k * unit
+def _max_span(length: int, src: int, region: int) -> int:
+    """Most elements of source chunks (of ``src``) that one region (of ``region``, tiling from 0) touches on an axis."""
+    if src <= 1:
+        return min(region, length)
+    r0 = np.arange(0, length, region, dtype=np.int64)
+    r1 = np.minimum(length, r0 + region)
+    return int(np.max(np.minimum(length, -(-r1 // src) * src) - (r0 // src) * src))
+
+
+def task_cost(shape: tuple[int, int], region: tuple[int, int], src_chunks: tuple[int, int], itemsize: int) -> int:
+    """Peak bytes of the largest task of a copy tiled by ``region``.
+
+    The block read, its encoded copy on write, and the decoded source chunks
+    it touches (zarr and HDF5 decode whole chunks before cutting the block
+    out; memory maps and in-memory arrays, ``src_chunks == (1, 1)``, need none).
+    """
+    (n, p), (rows, cols), (a, b) = shape, region, src_chunks
+    rows, cols = min(rows, n), min(cols, p)
+    decoded = 0 if a <= 1 and b <= 1 else _max_span(n, a, rows) * _max_span(p, b, cols)
+    return itemsize * (2 * rows * cols + decoded)
+
+
+def _widths(p: int, b: int, c: int) -> list[int]:
+    """Candidate region widths: multiples of ``c``, doubling from ``c`` and from one source chunk width."""
+    top = -(-p // c) * c
+    out = {top}
+    for w in {c, -(-b // c) * c}:
+        while w < top:
+            out.add(w)
+            w *= 2
+    return sorted(out)
 
 
 def plan_copy(
@@ -134,55 +154,75 @@ def plan_copy(
 ) -> list[Stage]:
     """Plan a bounded-memory copy between two chunkings.
 
+    Candidates are a direct copy with regions ``(h, W)`` and, for full-height
+    output from a source chunked along samples, two-stage copies through an
+    intermediate store chunked ``(h1, c)`` (stage-1 regions ``(h1, W)``, stage-2
+    regions one output chunk each), for ``W`` and ``h1`` on doubling grids.
+    The plan with the least I/O (source reads including re-reads, plus
+    writes) among those within ``budget`` wins, preferring smaller regions
+    when the I/O is within 10%; if none fits, the least I/O among plans
+    needing at most twice the least memory, with a PerformanceWarning.
+
     Parameters
     ----------
     shape : (n_samples, n_features)
     itemsize : int
         Bytes per element (of the larger of the source and destination dtypes).
     src_chunks : (int, int)
-        Source chunk shape; ``(1, 1)`` for sources that read any block cheaply (numpy, memory maps).
+        Source chunk shape; ``(1, 1)`` for sources that read any block in place (numpy, memory maps).
     dst_chunks : (int, int)
-        Destination chunk shape.
+        Destination chunk shape ``(h, c)``.
     budget : int
-        Bytes one task's region may hold (see :func:`task_budget`).
+        Bytes one task may use (see :func:`task_budget` and :func:`task_cost`).
 
     Returns
     -------
     list of Stage
-        One stage (direct copy) or two (through an intermediate store chunked
-        like the first stage's ``dst_chunks``).
+        One stage (direct copy) or two (the first writes the intermediate store
+        chunked like its ``dst_chunks``).
+
+    Raises
+    ------
+    WidemlError
+        If one destination chunk alone cannot be held within ``budget``.
     """
     n, p = shape
-    a, b = min(src_chunks[0], n), min(src_chunks[1], p)
+    a, b = max(1, min(src_chunks[0], n)), max(1, min(src_chunks[1], p))
+    if (a, b) != (1, 1) and a * b == 1:
+        a, b = 1, 1
     h, c = dst_chunks
-    if h * c * itemsize > budget:
+    if task_cost(shape, (h, c), (1, 1), itemsize) > budget:
         raise WidemlError(
-            f"one output chunk of {h} x {c} values ({h * c * itemsize / 2**20:.1f} MiB) does not fit the per-task memory "
-            f"budget of {budget / 2**20:.1f} MiB; lower the feature chunk or raise the memory limit."
+            f"an output chunk of {h} x {c} values ({h * c * itemsize / 2**20:.1f} MiB) does not fit the memory budget of "
+            f"{budget / 2**20:.1f} MiB per concurrent task; lower the feature chunk or raise the memory limit."
         )
-    direct = Stage((h, c), (h, _widest(shape, (a, b), h, c, itemsize, budget)))
-    f_direct = read_factor(shape, (a, b), direct.region)
-    if f_direct <= TWO_STAGE_FACTOR or h < n:
-        return [direct]
-    # Stage 1: blocks of h1 whole source rows, as wide as the budget allows (ideally covering whole source chunks).
-    want = -(-min(p, 4 * b) // c) * c
-    h1 = a * max(1, budget // max(1, a * want * itemsize))
-    h1 = min(h1, -(-n // a) * a)
-    if h1 >= n:
-        return [Stage((h, c), (h, min(want, _widest(shape, (a, b), h, c, itemsize, budget))))]
-    stage1 = Stage((h1, c), (h1, _widest(shape, (a, b), h1, c, itemsize, budget)))
-    stage2 = Stage((h, c), (h, _widest(shape, (h1, c), h, c, itemsize, budget)))
-    f_two = read_factor(shape, (a, b), stage1.region) + 2.0
-    if f_two >= f_direct:
-        return [direct]
-    if read_factor(shape, (a, b), stage1.region) > TWO_STAGE_FACTOR:
-        warnings.warn(
-            f"source chunks of {a} x {b} values are larger than the memory budget allows to read at once, so some are "
-            "read several times; raise the memory limit for a faster copy.",
-            PerformanceWarning,
-            stacklevel=3,
-        )
-    return [stage1, stage2]
+    widths = _widths(p, b, c)
+    options: list[tuple[list[Stage], int, float]] = []  # (stages, peak bytes per task, I/O in units of X)
+    for w in widths:
+        options.append(([Stage((h, c), (h, w))], task_cost(shape, (h, w), (a, b), itemsize), read_factor(shape, (a, b), (h, w)) + 1))
+    if h == n and a < n and (a, b) != (1, 1):
+        h1 = a
+        while h1 < n:
+            last = Stage((h, c), (h, c))
+            mem2 = task_cost(shape, (h, c), (h1, c), itemsize)
+            for w in widths:
+                mem1 = task_cost(shape, (h1, w), (a, b), itemsize)
+                io = read_factor(shape, (a, b), (h1, w)) + 3
+                options.append(([Stage((h1, c), (h1, w)), last], max(mem1, mem2), io))
+            h1 *= 2
+    fitting = [o for o in options if o[1] <= budget]
+    if fitting:
+        best = min(o[2] for o in fitting)
+        return min((o for o in fitting if o[2] <= 1.1 * best), key=lambda o: (o[1], o[2]))[0]
+    least = min(o[1] for o in options)
+    stages, mem, _ = min((o for o in options if o[1] <= 2 * least), key=lambda o: (o[2], o[1]))
+    warnings.warn(
+        f"source chunks of {a} x {b} values are too large for the memory budget of {budget / 2**20:.1f} MiB per task; "
+        f"the copy will use about {mem / 2**20:.1f} MiB per task — raise the memory limit or store smaller chunks.",
+        PerformanceWarning,
+        stacklevel=3,
+    )
+    return stages
 
 
 def regions(shape: tuple[int, int], region: tuple[int, int]) -> list[tuple[int, int, int, int]]:
@@ -193,6 +233,10 @@ def regions(shape: tuple[int, int], region: tuple[int, int]) -> list[tuple[int, 
 
 
 # --------------------------------------------------------------------------- execution
+
+
+#: Tasks per copy stage (each copies a run of regions one after the other), unless there are more workers.
+MAX_TASKS = 64
 
 
 def _open_target(target):
@@ -241,16 +285,32 @@ def run_tasks(tasks: Sequence[Any], *, label: str, local: bool) -> list:
     return list(dask.compute(*tasks, scheduler="threads"))
 
 
+def copy_regions(reader, target, boxes: Sequence[tuple[int, int, int, int]], dtype) -> int:
+    """Task: copy several regions one after the other (memory of one region); returns the bytes copied."""
+    target = _open_target(target)
+    return sum(copy_region(reader, target, *box, dtype) for box in boxes)
+
+
+def task_groups(boxes: list, local: bool) -> list[list]:
+    """Split regions into at most ``max(MAX_TASKS, 4 * concurrency)`` contiguous groups (one task each).
+
+    Grouping keeps the task graph — and so the scheduler's memory — small
+    however many features there are, while leaving many tasks per worker.
+    """
+    k = min(len(boxes), max(MAX_TASKS, 4 * concurrency(local)))
+    size = -(-len(boxes) // max(1, k))
+    return [boxes[i : i + size] for i in range(0, len(boxes), size)]
+
+
 def copy_stage(reader, target, shape, region, dtype, *, label: str, local: bool) -> None:
-    """Copy all of ``reader`` (shape ``shape``) into ``target`` one region per task."""
+    """Copy all of ``reader`` (shape ``shape``) into ``target``, tiled by ``region``, in at most ``MAX_TASKS`` tasks."""
     import dask
 
     dtype = np.dtype(dtype)
     token = uuid.uuid4().hex[:8]
     tasks = [
-        dask.delayed(copy_region, pure=False)(reader, target, r0, r1, c0, c1, dtype,
-                                              dask_key_name=f"wideml-copy-{token}-{r0}-{c0}")
-        for r0, r1, c0, c1 in regions(shape, region)
+        dask.delayed(copy_regions, pure=False)(reader, target, group, dtype, dask_key_name=f"wideml-copy-{token}-{i}")
+        for i, group in enumerate(task_groups(regions(shape, region), local))
     ]
     run_tasks(tasks, label=label, local=local)
 
@@ -273,7 +333,7 @@ def choose_feature_chunk(n: int, p: int, itemsize: int, rows: int, budget: int, 
             raise WidemlError(f"feature chunk must be a positive number of features, got {feature_chunk}; pass e.g. --feature-chunk 4096.")
         return min(fc, p)
     fc = default_feature_chunk(n, p, itemsize)
-    return int(max(1, min(fc, budget // max(1, rows * itemsize))))
+    return int(max(1, min(fc, budget // max(1, 4 * rows * itemsize))))
 
 
 def temp_sibling(out: str | os.PathLike, tag: str) -> Path:
