@@ -107,8 +107,16 @@ def test_lmnn_learns_and_bad_input(iris):
     L, info = fit_lmnn(X, y, n_neighbors=3, max_iter=40)
     T = target_neighbors(pairwise_sq_dist(X), y, 3)
     assert info["loss"] < lmnn_loss_grad(np.eye(4), X, T, y)[0]
-    with pytest.raises(WidemlError, match="n_neighbors=20 target neighbours"):
-        target_neighbors(pairwise_sq_dist(X), y, 20)
+    T20 = target_neighbors(pairwise_sq_dist(X), y, 20)  # more than a class holds: padded with -1
+    counts = np.bincount(y)
+    assert np.array_equal((T20 >= 0).sum(1), np.minimum(20, counts[y] - 1))
+    assert np.all(y[T20[T20 >= 0]] == np.repeat(y, 20)[T20.ravel() >= 0])
+    yy = y.copy()
+    yy[0] = 7  # a singleton class: no target neighbours for it, the rest still learn
+    fit_lmnn(X, np.unique(yy, return_inverse=True)[1], max_iter=5)
+    fit_dne(X, np.unique(yy, return_inverse=True)[1])
+    with pytest.raises(WidemlError, match="n_neighbors must be at least 1"):
+        target_neighbors(pairwise_sq_dist(X), y, 0)
     with pytest.raises(WidemlError, match="push weight"):
         fit_lmnn(X, y, c=-1)
     with pytest.raises(WidemlError, match="n_components"):

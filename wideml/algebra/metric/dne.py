@@ -24,8 +24,10 @@ def dne_graph(D2: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
     Wp = np.zeros((n, n))
     Wm = np.zeros((n, n))
     rows = np.repeat(np.arange(n), k)
-    Wp[rows, same.ravel()] = 1.0
-    Wm[rows, other.ravel()] = 1.0
+    ok = same.ravel() >= 0  # -1 pads small classes
+    Wp[rows[ok], same.ravel()[ok]] = 1.0
+    ok = other.ravel() >= 0
+    Wm[rows[ok], other.ravel()[ok]] = 1.0
     return np.maximum(Wp, Wp.T) - np.maximum(Wm, Wm.T)
 
 

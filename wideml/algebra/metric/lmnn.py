@@ -32,6 +32,7 @@ def lmnn_loss_grad(L: np.ndarray, X: np.ndarray, targets: np.ndarray, codes: np.
     L : ndarray of shape (d, D)
     X : ndarray of shape (n, D)
     targets : ndarray of int, shape (n, k)
+        Target neighbours; -1 entries are ignored.
     codes : ndarray of int, shape (n,)
     c : float
         Weight of the hinge (push) term.
@@ -44,8 +45,9 @@ def lmnn_loss_grad(L: np.ndarray, X: np.ndarray, targets: np.ndarray, codes: np.
     n, k = targets.shape
     Z = X @ L.T
     D2 = pairwise_sq_dist(Z)
-    rows = np.repeat(np.arange(n), k)
-    cols = targets.ravel()
+    valid = targets.ravel() >= 0  # -1 pads samples of classes with fewer than k + 1 members
+    rows = np.repeat(np.arange(n), k)[valid]
+    cols = targets.ravel()[valid]
     d_ij = D2[rows, cols]
     margins = 1.0 + d_ij[:, None] - D2[rows, :]
     impostor = codes[None, :] != codes[rows][:, None]
@@ -54,7 +56,9 @@ def lmnn_loss_grad(L: np.ndarray, X: np.ndarray, targets: np.ndarray, codes: np.
     f = float(d_ij.sum() + c * hinge.sum())
     W = np.zeros((n, n))
     np.add.at(W, (rows, cols), 1.0 + c * active.sum(axis=1))
-    W -= c * active.reshape(n, k, n).sum(axis=1)  # rows are grouped by i (np.repeat), so this sums each i's triplets
+    if rows.size:
+        uniq, starts = np.unique(rows, return_index=True)  # rows are sorted: sum each sample's triplets
+        W[uniq] -= c * np.add.reduceat(active.astype(np.float64), starts, axis=0)
     Lap = np.diag(W.sum(axis=1) + W.sum(axis=0)) - W - W.T
     return f, 2.0 * (Z.T @ (Lap @ X))
 
@@ -125,7 +129,8 @@ def fit_lmnn(X: np.ndarray, codes: np.ndarray, *, n_neighbors: int = 3, c: float
     f, _ = lmnn_loss_grad(L, X, targets, codes, c)
     Z = X @ L.T
     D2z = pairwise_sq_dist(Z)
-    rows = np.repeat(np.arange(n), targets.shape[1])
-    margins = 1.0 + D2z[rows, targets.ravel()][:, None] - D2z[rows, :]
+    valid = targets.ravel() >= 0
+    rows = np.repeat(np.arange(n), targets.shape[1])[valid]
+    margins = 1.0 + D2z[rows, targets.ravel()[valid]][:, None] - D2z[rows, :]
     n_active = int(np.sum((codes[None, :] != codes[rows][:, None]) & (margins > 0)))
     return L, {"loss": f, "n_iter": int(res.nit), "n_active": n_active}

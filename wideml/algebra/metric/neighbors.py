@@ -30,29 +30,22 @@ def class_neighbors(D2: np.ndarray, codes: np.ndarray, k: int, same: bool) -> np
     Returns
     -------
     ndarray of int, shape (n, k)
-        Neighbour indices by increasing distance (ties: lower index first).
+        Neighbour indices by increasing distance (ties: lower index first);
+        -1 pads the rows of samples with fewer than k candidates (small classes).
     """
     codes = np.asarray(codes)
     n = len(codes)
-    counts = np.bincount(codes)
     if k < 1:
         raise WidemlError(f"n_neighbors must be at least 1, got {k}; pass a positive integer.")
-    if same:
-        smallest = int(np.min(counts[counts > 0]))
-        if k > smallest - 1:
-            raise WidemlError(
-                f"n_neighbors={k} target neighbours need at least {k + 1} samples per class, but the smallest class has "
-                f"{smallest}; lower n_neighbors or give more samples."
-            )
-    else:
-        fewest_other = int(np.min(n - counts[codes]))
-        if k > fewest_other:
-            raise WidemlError(f"n_neighbors={k} other-class neighbours asked, but some sample has only {fewest_other}; lower n_neighbors.")
     mask = codes[:, None] == codes[None, :]
-    if same:
-        allowed = mask & ~np.eye(n, dtype=bool)
-    else:
-        allowed = ~mask
+    allowed = (mask & ~np.eye(n, dtype=bool)) if same else ~mask
+    if not allowed.any():
+        what = "same-class" if same else "other-class"
+        raise WidemlError(f"no sample has a {what} neighbour (every class has one sample, or there is one class); give more labelled samples.")
     M = np.where(allowed, D2, np.inf)
-    idx = np.argsort(M, axis=1, kind="stable")[:, :k]
+    kk = min(k, n - 1)
+    idx = np.argsort(M, axis=1, kind="stable")[:, :kk]
+    idx = np.where(np.isfinite(np.take_along_axis(M, idx, axis=1)), idx, -1)
+    if kk < k:
+        idx = np.hstack([idx, np.full((n, k - kk), -1)])
     return idx
