@@ -27,10 +27,16 @@ def test_store_equals_lazy_array(tmp_path, suffix):
 
 
 def test_default_chunks_are_whole_tiles(tmp_path):
-    path = simulate_to_store("trunk", tmp_path / "t.zarr", 7, 5 * TILE + 3)
-    store = open_store(path)
-    assert store.dtype == np.float32
-    assert store.stored_chunks[1] % TILE == 0 or store.stored_chunks[1] == store.n_features
+    import dask
+
+    with dask.config.set({"wideml.chunk-size": "100KiB"}):  # 3657 float32 features of 7 samples
+        path = simulate_to_store("trunk", tmp_path / "t.zarr", 7, 5 * TILE + 3)
+        small = simulate_to_store("trunk", tmp_path / "s.zarr", 7, 3000)
+        huge_n = simulate_to_store("trunk", tmp_path / "h.zarr", 100, 3000)  # 256 features per 100 KiB
+    assert open_store(path).dtype == np.float32
+    assert open_store(path).stored_chunks == (7, 3 * TILE)
+    assert open_store(small).stored_chunks == (7, 3000)
+    assert open_store(huge_n).stored_chunks == (100, TILE)
 
 
 def test_distributed_path_writes_the_same_values(tmp_path, monkeypatch):
@@ -41,6 +47,15 @@ def test_distributed_path_writes_the_same_values(tmp_path, monkeypatch):
     path = simulate_to_store("cross", tmp_path / "c.zarr", 9, 1000, seed=1, feature_chunk=300)
     monkeypatch.undo()
     np.testing.assert_array_equal(open_store(path).X.compute(), simulate("cross", 9, 1000, seed=1)[0].compute().astype(np.float32))
+
+
+def test_processes_scheduler_writes_on_threads(tmp_path):
+    """The writer cannot be pickled, so under a processes scheduler the write graph runs on threads."""
+    from wideml.runtime import use_scheduler
+
+    with use_scheduler("processes"):
+        path = simulate_to_store("xor", tmp_path / "x.zarr", 6, 2100, seed=4, feature_chunk=1024)
+    np.testing.assert_array_equal(open_store(path).X.compute(), simulate("xor", 6, 2100, seed=4, dtype="float32")[0].compute())
 
 
 def test_refuses_to_overwrite_and_single_class(tmp_path):

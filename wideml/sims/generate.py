@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.base import tokenize
@@ -23,7 +25,9 @@ def _resolve(name: str, n_samples, n_features, seed, params: dict[str, Any]) -> 
     setting = get_setting(name)
     params = setting.resolve_params(params)
     for what, value in (("n_samples", n_samples), ("n_features", n_features)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+        if (value is None and what == "n_samples") or (
+            value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)))
+        ):
             raise WidemlError(f"{what} must be an integer, got {value!r}.")
     n = int(n_samples)
     p = int(setting.default_n_features if n_features is None else n_features)
@@ -68,11 +72,15 @@ def _float_dtype(dtype: Any) -> np.dtype:
 
 
 def default_feature_chunk(n: int, p: int, itemsize: int) -> int:
-    """The store's default chunk width (config ``chunk-size``), rounded down to whole generation tiles."""
+    """The store's default chunk width (config ``chunk-size``) in whole generation tiles (at least one)."""
     from wideml.storage.writer import default_feature_chunk as store_default
 
     fc = store_default(n, p, itemsize)
-    return max(rng.TILE, fc - fc % rng.TILE) if fc >= rng.TILE else fc
+    if fc >= p:
+        return p
+    if fc < rng.TILE:  # very many samples: one tile per chunk, so no tile is generated twice
+        return min(p, rng.TILE)
+    return fc - fc % rng.TILE
 
 
 def _feature_chunks(chunks, n: int, p: int, itemsize: int) -> tuple[int, ...]:
@@ -80,7 +88,9 @@ def _feature_chunks(chunks, n: int, p: int, itemsize: int) -> tuple[int, ...]:
         chunks = default_feature_chunk(n, p, itemsize)
     if isinstance(chunks, (tuple, list)) and len(chunks) == 2 and all(isinstance(c, (tuple, list)) for c in chunks):
         if sum(chunks[0]) != n or len(chunks[0]) != 1:
-            raise WidemlError(f"simulated arrays are chunked along features only; give chunks=((n_samples,), feature_chunks), not {chunks!r}.")
+            raise WidemlError(
+                f"simulated arrays are chunked along features only; give chunks=((n_samples,), feature_chunks), not {chunks!r}."
+            )
         chunks = chunks[1]
     if isinstance(chunks, (int, np.integer)) and not isinstance(chunks, bool):
         width = int(chunks)
@@ -136,7 +146,7 @@ def simulate(
     y : ndarray of shape (n_samples,), int64
         Class labels 0..K-1 drawn from the priors.
     """
-    setting, params, n, p, seed = _resolve(name, n_samples, n_features, seed, params)
+    _, params, n, p, seed = _resolve(name, n_samples, n_features, seed, params)
     dt = _float_dtype(dtype)
     key = _params_key(params)
     ctx = _context(name, n, p, seed, key)
@@ -168,9 +178,8 @@ def sample_info(name: str, n_samples: int, seed: int = 0, **params: Any) -> dict
         extras: ``"outlier"`` (robust), ``"group"`` (xor), ``"heavy"`` and
         ``"factor"`` (fat-tails).
     """
-    setting = get_setting(name)
-    params = setting.resolve_params(params)
-    samples: Samples = setting.draw_samples(int(n_samples), rng.check_seed(seed), params)
+    setting, params, n, _, seed = _resolve(name, n_samples, None, seed, params)
+    samples: Samples = setting.draw_samples(n, seed, params)
     return {"y": samples.y, "component": samples.component, **samples.extras}
 
 
@@ -202,12 +211,15 @@ def _write_all(writer, name: str, n: int, p: int, seed: int, key: str, dt: np.dt
     kwargs = _task_kwargs(name, n, p, seed, key, dt)
     if active_client() is None:
         # Each task generates one store chunk and writes it (chunk-aligned writes from threads are safe).
+        # The writer cannot travel to other processes, so a "processes" scheduler runs this graph on threads.
         written = da.map_blocks(
             _write_task, name=f"wideml-sim-write-{tokenize(name, n, p, seed, key, width, os.getpid(), id(writer))}",
             chunks=((1,), (1,) * n_chunks), dtype=np.int64, meta=np.empty((0, 0), dtype=np.int64),
             ref=_WriterRef(writer), width=width, **kwargs,
         )
-        (total,) = compute(written.sum(), label=label)
+        in_process = dask.config.get("scheduler", None) not in ("processes", "multiprocessing")
+        with contextlib.nullcontext() if in_process else dask.config.set(scheduler="threads"):
+            (total,) = compute(written.sum(), label=label)
         if int(total) != p:  # pragma: no cover - a bug, not a user error
             raise RuntimeError(f"wrote {total} of {p} features")
         return
@@ -277,7 +289,9 @@ def simulate_to_store(
         raise WidemlError(
             f"the {n} samples of {name!r} drawn with seed {seed} all fall in one class; use more samples or another seed."
         )
-    if feature_chunk is not None and (isinstance(feature_chunk, bool) or not isinstance(feature_chunk, (int, np.integer)) or feature_chunk < 1):
+    if feature_chunk is not None and (
+        isinstance(feature_chunk, bool) or not isinstance(feature_chunk, (int, np.integer)) or feature_chunk < 1
+    ):
         raise WidemlError(f"feature_chunk={feature_chunk!r} must be a positive integer number of features.")
     fc = int(feature_chunk) if feature_chunk else default_feature_chunk(n, p, dt.itemsize)
     source = json.dumps({"simulator": name, "seed": seed, "params": params, "reference": setting.reference,

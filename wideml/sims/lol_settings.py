@@ -230,7 +230,10 @@ class HumpK(DiagonalMixture):
         xl, xm, xr = hump_endpoints(self.n_classes(params), n_features)
         empty = np.maximum(xl + 1, 1) > np.minimum(xr - 1, n_features)  # no feature strictly inside a hump
         if np.any(xm == xl) or np.any(xm == xr) or np.any(empty):
-            raise WidemlError(f"hump: {n_features} features are too few for {self.n_classes(params)} humps (one has no feature inside it); use more features.")
+            raise WidemlError(
+                f"hump: {n_features} features are too few for {self.n_classes(params)} humps "
+                "(one has no feature inside it); use more features."
+            )
 
     def loc(self, j, ctx):
         k_classes = self.n_classes(ctx.params)
