@@ -135,6 +135,16 @@ def _read_attrs_zarr(path: Path) -> tuple[Any, dict]:
     return group, dict(group.attrs.get(schema.ATTRS_KEY, {}))
 
 
+def _zarr_call(path: Path, fn):
+    """Run a zarr metadata/array read, turning the many errors of a corrupt store into one StoreError."""
+    try:
+        return fn()
+    except StoreError:
+        raise
+    except Exception as exc:  # corrupt array metadata or chunks surface as many different errors
+        raise StoreError(f"{str(path)!r} has unreadable zarr arrays ({type(exc).__name__}); the store is corrupt — recreate it.") from None
+
+
 def open_store(path: str | os.PathLike) -> FeatureStore:
     """Open a feature store and validate it from its metadata (no pass over X).
 
@@ -165,8 +175,8 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
     fmt = "hdf5" if path.is_file() else "zarr"
     if fmt == "zarr":
         group, attrs = _read_attrs_zarr(path)
-        keys = set(group.array_keys())
-        get = lambda name: group[name]  # noqa: E731
+        keys = _zarr_call(path, lambda: set(group.array_keys()))
+        get = lambda name: _zarr_call(path, lambda: group[name])  # noqa: E731
     else:
         import h5py
 
@@ -195,7 +205,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
     if fmt == "zarr":
         xa = get(schema.X_NAME)
         shape, dtype, chunks = xa.shape, xa.dtype, xa.chunks
-        smalls = {k: np.asarray(get(k)[...]) for k in keys if k != schema.X_NAME}
+        smalls = {k: _zarr_call(path, lambda k=k: np.asarray(get(k)[...])) for k in keys if k != schema.X_NAME}
     else:
         shape, dtype, chunks = meta[schema.X_NAME]
         smalls = small

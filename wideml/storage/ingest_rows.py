@@ -75,9 +75,11 @@ def _check_row_fits(p: int, itemsize: int, budget: int) -> None:
 
 
 def _tmp_chunk_width(n: int, rows: int, c: int, itemsize: int, budget: int) -> int:
-    """Columns of a temporary chunk: a multiple of ``c`` near 8 MiB whose full-height stripe still fits ``budget``."""
-    m = max(1, min(TMP_CHUNK_BYTES // max(1, rows * c * itemsize), budget // max(1, n * c * itemsize)))
-    return c * m
+    """Columns of a temporary chunk: a multiple of ``c`` near 8 MiB such that a stage-2 task
+    (an ``(n, c)`` output chunk, its encoded copy, and the temporary chunks it decodes) fits ``budget``."""
+    by_size = TMP_CHUNK_BYTES // max(1, rows * c * itemsize)
+    by_budget = (budget // max(1, n * itemsize) - 2 * c) // c
+    return c * int(max(1, min(by_size, by_budget)))
 
 
 def write_rows_to_store(
@@ -134,7 +136,8 @@ def write_rows_to_store(
     budget_total = resolve_budget(memory_limit)
     tb = task_budget(budget_total, local=iter_blocks is not None)
     _check_row_fits(p, itemsize, budget_total)
-    c = choose_feature_chunk(n, p, itemsize, n, task_budget(budget_total, schema.store_format(out) == "hdf5"), feature_chunk)
+    tb_out = task_budget(budget_total, schema.store_format(out) == "hdf5")
+    c = choose_feature_chunk(n, p, itemsize, n, tb_out, feature_chunk)
     rows = rows_per_block(p, itemsize, tb if read_block is not None else budget_total // 3, n)
     finish = dict(dtype=dtype, feature_chunk=c, memory_limit=budget_total, overwrite=overwrite, label=label)
 
@@ -151,7 +154,7 @@ def write_rows_to_store(
 
     tmp = temp_sibling(out, "rows")
     try:
-        c_tmp = _tmp_chunk_width(n, rows, c, itemsize, tb)
+        c_tmp = _tmp_chunk_width(n, rows, c, itemsize, tb_out)
         with create_store(tmp, n_samples=n, n_features=p, dtype=dtype, feature_chunk=c_tmp, sample_chunk=rows,
                           compressor="none") as stripes:
             if read_block is not None:
