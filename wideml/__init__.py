@@ -4,9 +4,10 @@ __version__ = "0.1.0"
 
 from wideml.storage import create_store, open_store, write_store  # noqa: E402
 from wideml.storage.model import load_model, save_model  # noqa: E402
-from wideml.estimators import LOL, PCA, RRLDA, EmbeddingClassifier, cross_validate_dims  # noqa: E402
+from wideml.estimators import LFL, LOL, PCA, RRLDA, EmbeddingClassifier, cross_validate_dims  # noqa: E402
 
 __all__ = [
+    "LFL",
     "LOL",
     "PCA",
     "RRLDA",

@@ -34,6 +34,10 @@ def register(sub, common) -> None:
     p.add_argument("--no-robust", action="store_true", help="class means instead of medians for LOL/QOQ centroid differences")
     p.add_argument("--orthogonalize", action="store_true", help="orthonormalise the LOL/QOQ directions")
     p.add_argument("--precision", choices=("float64", "float32"), default="float64", help="precision of each chunk's Gram product")
+    p.add_argument("--solver", choices=("auto", "gram", "randomized"), default="auto",
+                   help="exact Gram (2 passes) or randomized range finder (n_power_iter + 3 passes); auto uses a cost model")
+    p.add_argument("--n-power-iter", type=int, default=1, help="power iterations of the randomized solver (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of random matrices (randomized solver, LFL)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model")
     p.set_defaults(handler=run_fit)
 
@@ -76,9 +80,12 @@ def _build(method_name: str, args) -> object:
     from wideml.estimators.registry import get_method
 
     method = get_method(method_name)
-    emb = method.build(n_components=getattr(args, "n_components", None), robust=not getattr(args, "no_robust", False),
-                       orthogonalize=getattr(args, "orthogonalize", False), precision=getattr(args, "precision", "float64"))
-    if not method.gram_based:
+    emb = method.build(
+        n_components=getattr(args, "n_components", None), robust=not getattr(args, "no_robust", False),
+        orthogonalize=getattr(args, "orthogonalize", False), precision=getattr(args, "precision", None),
+        solver=getattr(args, "solver", None), n_power_iter=getattr(args, "n_power_iter", None), seed=getattr(args, "seed", None),
+    )
+    if not method.wrap_classifier:
         return emb
     return EmbeddingClassifier(emb, getattr(args, "classifier", None) or method.classifier)
 
@@ -95,9 +102,12 @@ def run_fit(args: argparse.Namespace) -> int:
     est.fit(store)
     save_model(est, args.output, overwrite=args.overwrite,
                provenance={"store": str(Path(args.store).resolve()), "n_samples": store.n_samples, "n_features": store.n_features})
-    emb = getattr(est, "embedding_", est)
+    emb = est.embedding_ if hasattr(est, "classifier_") else est
+    passes = getattr(emb, "n_fit_passes_", None)
+    reason = getattr(emb, "solver_reason_", "")
     print(f"fitted {args.method} on {store.n_samples} samples x {store.n_features} features "
-          f"(d = {getattr(emb, 'n_components_', '?')}, solver = {getattr(emb, 'solver_', 'n/a')}); model written to {args.output}")
+          f"(d = {getattr(emb, 'n_components_', '?')}, solver = {getattr(emb, 'solver_', 'n/a')}"
+          f"{f': {reason}' if reason else ''}; {passes} pass{'' if passes == 1 else 'es'} over X); model written to {args.output}")
     return 0
 
 

@@ -17,8 +17,18 @@ from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pa
 from wideml.passes.loadings import LOADINGS, emit_pass, project_pass
 from wideml.runtime import compute
 
-SOLVERS = ("auto", "gram")
+SOLVERS = ("auto", "gram", "randomized")
 PRECISIONS = ("float64", "float32")
+
+
+def _inverse_cholesky(AtA: np.ndarray) -> np.ndarray:
+    import scipy.linalg
+
+    try:
+        R = scipy.linalg.cholesky((AtA + AtA.T) / 2, lower=False)
+    except np.linalg.LinAlgError:
+        raise WidemlError("the directions are linearly dependent, so they cannot be orthonormalised; use orthogonalize=False.") from None
+    return scipy.linalg.solve_triangular(R, np.eye(R.shape[0]), lower=False)
 
 
 class GramProjector(TransformerMixin, BaseEstimator):
@@ -28,7 +38,8 @@ class GramProjector(TransformerMixin, BaseEstimator):
     :meth:`_uses_medians`.
     """
 
-    #: Passes over X made by ``fit`` (Gram/statistics pass + emit pass).
+    #: Passes over X made by ``fit`` with the Gram solver (Gram/statistics pass + emit pass);
+    #: the randomized solver makes n_power_iter + 3 (sketch, power steps, Rayleigh-Ritz, emit).
     n_fit_passes = 2
 
     def _uses_medians(self) -> bool:
@@ -44,6 +55,11 @@ class GramProjector(TransformerMixin, BaseEstimator):
             raise WidemlError(f"n_components must be a positive integer, got {n!r}.")
         if self.solver not in SOLVERS:
             raise WidemlError(f"solver={self.solver!r} is not one of {', '.join(map(repr, SOLVERS))}.")
+        q, o = getattr(self, "n_power_iter", 1), getattr(self, "n_oversamples", 10)
+        if not isinstance(q, numbers.Integral) or q < 0:
+            raise WidemlError(f"n_power_iter must be a non-negative integer, got {q!r}.")
+        if not isinstance(o, numbers.Integral) or o < 0:
+            raise WidemlError(f"n_oversamples must be a non-negative integer, got {o!r}.")
         if self.precision not in PRECISIONS:
             raise WidemlError(f"precision={self.precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
 
@@ -88,14 +104,11 @@ class GramProjector(TransformerMixin, BaseEstimator):
                 self, getattr(self, "workdir", None),
                 {FEATURE_MEAN: ((p,), (width,)), CLASS_MEANS: ((K, p), (K, width)), CLASS_MEDIANS: ((K, p), (K, width))},
             )
-        precision = self._resolved_precision(data.X.dtype)
-        label = type(self).__name__
-        (stats,) = compute(
-            gram_pass(data.X, data.codes, K, median_subsets=[np.arange(n)] if median else [], precision=precision, out_group=group),
-            label=f"{label} fit, pass 1/2: Gram and class statistics",
-        )
-        P, Q = (stats.medians[0].P, stats.medians[0].Q) if median else (None, None)
-        proj = self._projection(stats.G, data.codes, K, P, Q, p, d)
+        solver, reason = self._choose_solver(data, d)
+        if solver == "gram":
+            proj, embedding, P = self._fit_gram(data, d, median, group)
+        else:
+            proj, embedding, P = self._fit_randomized(data, d, median, group)
         medians = None
         if median:
             if data.in_memory:
@@ -109,26 +122,108 @@ class GramProjector(TransformerMixin, BaseEstimator):
             zarr.open_group(group, mode="r+").create_array(
                 LOADINGS, shape=(p, d), chunks=(data.X.chunks[1][0], d), dtype=np.float64, compressors=None, fill_value=0.0
             )
+        label = type(self).__name__
+        total = self._n_passes(solver)
         (emitted,) = compute(
-            emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians),
-            label=f"{label} fit, pass 2/2: emit loadings",
+            emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
+                      with_embedding=embedding is None),
+            label=f"{label} fit, pass {total}/{total}: emit loadings",
         )
-        shift, A = emitted
+        shift, A, XA, AtA = emitted
+        shift = np.asarray(shift, dtype=np.float64)
+        components = A if A is not None else da.from_zarr(f"{group}/{LOADINGS}")  # (p, d)
+        if embedding is None:  # randomized: X_c A from the emit pass
+            embedding = XA - shift
+            if getattr(self, "orthogonalize", False):
+                Rinv = _inverse_cholesky(AtA)
+                components, embedding, shift = components @ Rinv, embedding @ Rinv, shift @ Rinv
         self.classes_ = data.classes
         self.train_codes_ = data.codes
         self.n_features_in_ = p
         self.n_components_ = d
-        self.offset_ = np.asarray(shift, dtype=np.float64)
-        self.embedding_ = proj.embed(stats.G, P)
+        self.offset_ = shift
+        self.embedding_ = embedding
         self.eigenvalues_ = proj.eigenvalues
         self.component_kinds_ = list(proj.kinds)
-        self.solver_ = "gram"
-        self.precision_ = precision
+        self.solver_ = solver
+        self.solver_reason_ = reason
+        self.n_fit_passes_ = total
+        self.precision_ = self._resolved_precision(data.X.dtype)
         self.provenance_ = dict(data.source)
         self._group = group
-        self.components_ = A.T if A is not None else da.from_zarr(f"{group}/{LOADINGS}").T
+        self.components_ = components.T
         if group is not None:
             self.class_means_ = da.from_zarr(f"{group}/{CLASS_MEANS}")
+
+    def _n_passes(self, solver: str) -> int:
+        return 2 if solver == "gram" else self.n_power_iter + 3
+
+    def _choose_solver(self, data: FitInput, d: int) -> tuple[str, str]:
+        if self.solver == "gram":
+            return "gram", "solver='gram' was asked for"
+        if self.solver == "randomized":
+            return "randomized", "solver='randomized' was asked for"
+        from wideml.estimators._solver import choose_solver
+
+        return choose_solver(data.n_samples, data.n_features, d, self.n_power_iter, self.n_oversamples,
+                             supports_randomized=self._supports_randomized())
+
+    def _supports_randomized(self) -> bool:
+        return True
+
+    def _fit_gram(self, data: FitInput, d: int, median: bool, group):
+        n, K = data.n_samples, data.n_classes
+        (stats,) = compute(
+            gram_pass(data.X, data.codes, K, median_subsets=[np.arange(n)] if median else [],
+                      precision=self._resolved_precision(data.X.dtype), out_group=group),
+            label=f"{type(self).__name__} fit, pass 1/2: Gram and class statistics",
+        )
+        P, Q = (stats.medians[0].P, stats.medians[0].Q) if median else (None, None)
+        proj = self._projection(stats.G, data.codes, K, P, Q, data.n_features, d)
+        return proj, proj.embed(stats.G, P), P
+
+    def _fit_randomized(self, data: FitInput, d: int, median: bool, group):
+        from wideml.algebra.randomized import orthonormal_basis
+        from wideml.passes.sketch import sketch_pass
+
+        if not self._supports_randomized():
+            raise WidemlError(f"{self._method_name()} needs solver='gram' (its per-class directions come from the Gram).")
+        n, K = data.n_samples, data.n_classes
+        n_eigen = d - self._n_delta_columns(K, d)
+        width = min(n, n_eigen + self.n_oversamples)
+        total = self._n_passes("randomized")
+        name = type(self).__name__
+        kw = dict(n_cols=width, seed=self._seed(), centring=self._centring())
+        (first,) = compute(sketch_pass(data.X, data.codes, K, medians=median, out_group=group, **kw),
+                           label=f"{name} fit, pass 1/{total}: sketch and class statistics")
+        Y, cg_means, cg_meds = first
+        Q = orthonormal_basis(Y)
+        for i in range(self.n_power_iter + 1):
+            last = i == self.n_power_iter
+            (step,) = compute(sketch_pass(data.X, data.codes, K, Q=Q, **kw),
+                              label=f"{name} fit, pass {i + 2}/{total}: {'Rayleigh-Ritz' if last else 'power iteration'}")
+            Z = step[0]
+            if not last:
+                Q = orthonormal_basis(Z)
+        proj = self._randomized_projection(data.codes, K, d, Q, Z, cg_meds if median else cg_means)
+        return proj, None, None
+
+    def _seed(self) -> int:
+        rs = self.random_state
+        if rs is None:
+            return int(np.random.SeedSequence().entropy % (2**63))
+        if not isinstance(rs, numbers.Integral):
+            raise WidemlError(f"random_state must be an integer or None (keyed random matrices need an integer seed), got {rs!r}.")
+        return int(rs)
+
+    def _method_name(self) -> str:
+        return type(self).__name__
+
+    def _n_delta_columns(self, n_classes: int, d: int) -> int:
+        return 0
+
+    def _centring(self) -> str:
+        return "class"
 
     # -- transform ---------------------------------------------------------------------
     def transform(self, X):
@@ -164,6 +259,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
             "n_components": int(self.n_components_),
             "component_kinds": self.component_kinds_,
             "solver": self.solver_,
+            "solver_reason": getattr(self, "solver_reason_", ""),
             "precision": self.precision_,
         }
         arrays = {
@@ -187,6 +283,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
         est.n_components_ = state["n_components"]
         est.component_kinds_ = state["component_kinds"]
         est.solver_ = state["solver"]
+        est.solver_reason_ = state.get("solver_reason", "")
         est.precision_ = state["precision"]
         est.offset_ = np.asarray(arrays["offset"][...])
         est.embedding_ = np.asarray(arrays["embedding"][...])

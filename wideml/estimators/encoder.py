@@ -82,10 +82,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from wideml.algebra import encoder as alg
-from wideml.estimators._input import fit_input, predict_input
+from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
@@ -104,15 +104,94 @@ _EXACT_BYTES = 8 * 4
 # ======================================================================================
 # helpers shared by fit and cross-validation
 # ======================================================================================
+_CONTROLLER = None
+
+
+def _one_blas_thread():
+    """n x K problems: one BLAS thread is fastest (threads only contend on a shared machine)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def _run(Xmem, local, graph, label: str):
+    """Apply the in-memory kernel when X is already in RAM (no graph), else compute the pass's graph."""
+    if Xmem is not None:
+        with _one_blas_thread():
+            return local()
+    (out,) = compute(graph(), label=label)
+    return out
+
+
+def _memory_input(X, n_features: int | None):
+    """A validated in-memory array for numpy-like input (None for dask, zarr, h5py and stores)."""
+    from wideml.estimators._input import _numpy_input
+    from wideml.storage.featurestore import FeatureStore
+
+    if isinstance(X, (FeatureStore, da.Array)) or type(X).__module__.startswith(("zarr", "h5py")):
+        return None
+    Xm = _numpy_input(X, min_samples=1 if n_features is not None else 2)
+    if n_features is not None and Xm.shape[1] != n_features:
+        raise WidemlError(f"X has {Xm.shape[1]} features, but the encoder is expecting {n_features} features as input; "
+                          "give data with the training features in the same order.")
+    return Xm
+
+
+def _fit_data(X, y) -> FitInput:
+    """Validated training input; numpy-like X stays a plain array (``X`` is None: no dask view is built)."""
+    import dataclasses
+
+    Xm = _memory_input(X, None)
+    if Xm is None:
+        return fit_input(X, y)
+    head = fit_input(Xm[:, :1], y)  # labels validated exactly as for any other input
+    fields = {f.name: getattr(head, f.name) for f in dataclasses.fields(head)}
+    return _MemoryFitInput(**(fields | {"X": None, "in_memory": True, "numpy_X": Xm}))
+
+
+class _MemoryFitInput(FitInput):
+    """FitInput of an in-memory array (shape from ``numpy_X``)."""
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.numpy_X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.numpy_X.shape[1])
+
+
+def _dask_view(data: FitInput) -> da.Array:
+    """The training data as a feature-chunked dask array (made on demand for in-memory input)."""
+    if data.X is not None:
+        return data.X
+    from wideml.passes.blocks import as_dask_array
+
+    return as_dask_array(data.numpy_X)
+
+
+def _feature_chunk(data: FitInput) -> int:
+    if data.X is not None:
+        return int(data.X.chunks[1][0])
+    from wideml.storage.writer import default_feature_chunk
+
+    return default_feature_chunk(*data.numpy_X.shape, data.numpy_X.dtype.itemsize)
+
+
+def _lazy(Xd, Xmem):
+    """The dask view of new data (wrapping an in-memory array only when a graph needs it)."""
+    return Xd if Xd is not None else da.from_array(Xmem)
+
+
 def _lda(Z: np.ndarray, codes: np.ndarray) -> LinearDiscriminantAnalysis:
-    # n x K problems: one BLAS thread is fastest (threads only contend on a shared machine)
-    with warnings.catch_warnings(), threadpool_limits(1, user_api="blas"):
+    with warnings.catch_warnings(), _one_blas_thread():
         warnings.simplefilter("ignore")
         return LinearDiscriminantAnalysis().fit(Z, codes)
 
 
 def _proba(lda: LinearDiscriminantAnalysis, Z: np.ndarray) -> np.ndarray:
-    with warnings.catch_warnings(), threadpool_limits(1, user_api="blas"):
+    with warnings.catch_warnings(), _one_blas_thread():
         warnings.simplefilter("ignore")
         return lda.predict_proba(Z)
 
@@ -152,15 +231,16 @@ class _RankResult:
         self.loo_corr = loo_corr
 
 
-def _spearman_fit_passes(Xd, W, stats, plan, loo, *, n_write, out_group, label) -> tuple[_RankResult, np.ndarray | None, int]:
+def _spearman_fit_passes(Xd, W, stats, plan, loo, *, n_write, out_group, label, Xmem=None) -> tuple[_RankResult, np.ndarray | None, int]:
     """The rank pass(es) after the class-statistics pass. Returns (ranks, class-mean ranks in memory or None, passes)."""
     mode, block = plan
     n, p = Xd.shape
     if mode == "approx":
         x_tables = alg.rank_tables(stats.sketch)
         u_tables = alg.rank_tables(W.T @ stats.sketch)
-        (out,) = compute(enc.spearman_sketch_pass(Xd, W, x_tables, u_tables, loo=loo, n_write=n_write, out_group=out_group),
-                         label=f"{label}: Spearman ranks (estimated)")
+        out = _run(Xmem, lambda: enc.spearman_sketch_local(Xmem, W, x_tables, u_tables, loo=loo),
+                   lambda: enc.spearman_sketch_pass(Xd, W, x_tables, u_tables, loo=loo, n_write=n_write, out_group=out_group),
+                   f"{label}: Spearman ranks (estimated)")
         S_mem = None
         passes = 1
     else:
@@ -182,8 +262,9 @@ def _spearman_fit_passes(Xd, W, stats, plan, loo, *, n_write, out_group, label) 
             if loo is not None:
                 where = np.flatnonzero((loo.rows >= r0) & (loo.rows < r1))
                 sub = enc.LooSpec(loo.rows[where], loo.cols[where], loo.counts[where])
-            (res,) = compute(enc.spearman_exact_block(Xd, slice(r0, r1), S_mem, U=U, loo=sub),
-                             label=f"{label}: Spearman ranks (exact, block {i + 1}/{len(starts)})")
+            res = _run(Xmem, lambda: enc.spearman_exact_local(Xmem, slice(r0, r1), S_mem, U=U, loo=sub),
+                       lambda: enc.spearman_exact_block(Xd, slice(r0, r1), S_mem, U=U, loo=sub),
+                       f"{label}: Spearman ranks (exact, block {i + 1}/{len(starts)})")
             for key in ("rank_cross", "r_sum", "r_sq"):
                 out[key][r0:r1] = res[key]
             if loo is not None:
@@ -426,14 +507,14 @@ class EncoderClassifier(ClassifierMixin, BaseEstimator):
         must be split; ``form="full"``: 1. Recorded in ``n_fit_passes_``.
         """
         kernels = _validate_params(self)
-        data = fit_input(X, y)
+        data = _fit_data(X, y)
         self.kernels_ = kernels
         self.classes_ = data.classes
         self.n_features_in_ = data.n_features
-        self.precision_ = _precision(self.precision, data.X.dtype)
+        self.precision_ = _precision(self.precision, (data.X if data.X is not None else data.numpy_X).dtype)
         self.provenance_ = dict(data.source)
         self.train_counts_ = np.bincount(data.codes, minlength=data.n_classes)
-        self.feature_chunk_ = int(data.X.chunks[1][0])
+        self.feature_chunk_ = _feature_chunk(data)
         if self.form == "full":
             self._fit_full(data, kernels)
         else:
@@ -456,10 +537,11 @@ class EncoderClassifier(ClassifierMixin, BaseEstimator):
             group = new_model_group(self, self.workdir, arrays)
         sketch = alg.sketch_features(p, self.sketch_size, self.random_state) if plan[0] == "approx" else None
         keep = data.in_memory or plan[0] == "exact"
-        (stats,) = compute(
-            enc.class_stats_pass(Xd, W, n_write=K, out_group=group, sketch_idx=sketch, keep_means=keep, precision=self.precision_),
-            label="EncoderClassifier fit: class statistics and X-to-U pass",
-        )
+        Xmem = data.numpy_X
+        stats = _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=self.precision_),
+                     lambda: enc.class_stats_pass(Xd, W, n_write=K, out_group=group, sketch_idx=sketch, keep_means=keep,
+                                                  precision=self.precision_),
+                     "EncoderClassifier fit: class statistics and X-to-U pass")
         passes = 1
         ranks, S_mem = None, None
         loo = None
@@ -467,7 +549,7 @@ class EncoderClassifier(ClassifierMixin, BaseEstimator):
             if self.selection == "loo_cross_entropy" and len(kernels) > 1:
                 loo = enc.LooSpec.from_sets(codes, K, sets.sets[:1], counts)
             ranks, S_mem, extra = _spearman_fit_passes(Xd, W, stats, plan, loo, n_write=K, out_group=group,
-                                                       label="EncoderClassifier fit")
+                                                       label="EncoderClassifier fit", Xmem=Xmem)
             passes += extra
         train = _set_stats(stats, ranks, 0, K)
         loo_own = ranks.loo_corr if (ranks is not None and ranks.loo_corr is not None) else None
@@ -503,12 +585,13 @@ class EncoderClassifier(ClassifierMixin, BaseEstimator):
         from wideml.passes.gram import gram_pass
 
         n, p, K = data.n_samples, data.n_features, data.n_classes
-        graphs = [gram_pass(data.X)]
+        Xd = _dask_view(data)
+        graphs = [gram_pass(Xd)]
         if "spearman" in kernels:
             if _exact_block_rows(n, p, 0) < n:
                 raise WidemlError("form='full' with the spearman kernel ranks all of X at once, which does not fit the memory "
                                   "budget; use form='fast' or raise wideml.memory-limit.")
-            graphs.append(enc.rank_gram_block(data.X))
+            graphs.append(enc.rank_gram_block(Xd))
         results = compute(*graphs, label="EncoderClassifier fit (full kernel): Gram pass")
         G, sq = results[0].raw_gram(), results[0].sq_norms()
         A, offsets = {}, {}
@@ -537,7 +620,7 @@ class EncoderClassifier(ClassifierMixin, BaseEstimator):
         self.class_mean_ranks_ = None
         self.rank_sums_ = None
         self._group = None
-        self._train_X = data.X
+        self._train_X = Xd
 
     # -- embedding of new data ------------------------------------------------------------
     def transform(self, X) -> np.ndarray:
@@ -558,23 +641,31 @@ class EncoderClassifier(ClassifierMixin, BaseEstimator):
         ``form="full"`` also reads the training data once.
         """
         check_is_fitted(self, "classifier_")
-        Xd = predict_input(X, self.n_features_in_, "the encoder")
+        Xmem = _memory_input(X, self.n_features_in_)
+        Xd = predict_input(X, self.n_features_in_, "the encoder") if Xmem is None else None
         if self.form == "full" and not (self.kernel_ == "linear" and self.class_means_ is not None):
-            return self._transform_full(Xd)
-        m, p = Xd.shape
+            return self._transform_full(Xd if Xmem is None else da.from_array(Xmem, chunks=(Xmem.shape[0], self.feature_chunk_)))
+        m, p = (Xmem if Xmem is not None else Xd).shape
         label = "EncoderClassifier: new data"
         if self.kernel_ in ("linear", "euclidean"):
-            (out,) = compute(enc.anchor_pass(Xd, self.class_means_, precision=self.precision_), label=f"{label} (one pass)")
+            U = self.class_means_
+            local = Xmem if isinstance(U, np.ndarray) else None
+            out = _run(local, lambda: enc.anchor_local(Xmem, U, precision=self.precision_),
+                       lambda: enc.anchor_pass(_lazy(Xd, Xmem), U, precision=self.precision_), f"{label} (one pass)")
             stats = alg.AnchorStats(out["cross"], out["x_sq"], out["u_sq"], p)
             return alg.embed(self.kernel_, stats, self.offset_)[0]
         s_sum, s_sq = self.rank_sums_
+        S = self.class_mean_ranks_
+        Xg = _lazy(Xd, Xmem) if (Xd is not None or not isinstance(S, np.ndarray)) else None
         if self.spearman_mode_ == "approx":
-            (sample,) = compute(enc.sketch_pass(Xd, self.sketch_idx_), label=f"{label}: sampled values (pass 1/2)")
-            (out,) = compute(enc.anchor_pass(Xd, None, S=self.class_mean_ranks_, x_tables=alg.rank_tables(sample)),
-                             label=f"{label}: estimated ranks (pass 2/2)")
+            sample = _run(Xmem, lambda: enc.sketch_local(Xmem, self.sketch_idx_), lambda: enc.sketch_pass(Xg, self.sketch_idx_),
+                          f"{label}: sampled values (pass 1/2)")
+            tables = alg.rank_tables(sample)
+            local = Xmem if isinstance(S, np.ndarray) else None
+            out = _run(local, lambda: enc.anchor_local(Xmem, None, S=S, x_tables=tables),
+                       lambda: enc.anchor_pass(Xg, None, S=S, x_tables=tables), f"{label}: estimated ranks (pass 2/2)")
             rank_cross, r_sum, r_sq = out["rank_cross"], out["r_sum"], out["r_sq"]
         else:
-            S = self.class_mean_ranks_
             if isinstance(S, da.Array):
                 (S,) = compute(S, label="EncoderClassifier: read the class-mean ranks")
             block = max(1, _exact_block_rows(m, p, len(self.classes_)))
@@ -582,8 +673,8 @@ class EncoderClassifier(ClassifierMixin, BaseEstimator):
             starts = list(range(0, m, block))
             for i, r0 in enumerate(starts):
                 r1 = min(m, r0 + block)
-                (res,) = compute(enc.spearman_exact_block(Xd, slice(r0, r1), S),
-                                 label=f"{label}: exact ranks (block {i + 1}/{len(starts)})")
+                res = _run(Xmem, lambda: enc.spearman_exact_local(Xmem, slice(r0, r1), S),
+                           lambda: enc.spearman_exact_block(Xg, slice(r0, r1), S), f"{label}: exact ranks (block {i + 1}/{len(starts)})")
                 rank_cross[r0:r1], r_sum[r0:r1], r_sq[r0:r1] = res["rank_cross"], res["r_sum"], res["r_sq"]
         return alg.pearson_from_sums(rank_cross, r_sum, r_sq, s_sum, s_sq, p)
 
@@ -785,7 +876,7 @@ def cross_validate_encoder(
     est = EncoderClassifier(kernels, selection, baseline, switch_threshold, "fast", spearman, sketch_size, precision,
                             random_state if random_state is not None else 0)
     kernels = _validate_params(est)
-    data = fit_input(X, y)
+    data = _fit_data(X, y)
     n, p, K = data.n_samples, data.n_features, data.n_classes
     if isinstance(cv, numbers.Integral):
         min_count = int(np.bincount(data.codes).min())
@@ -802,18 +893,18 @@ def cross_validate_encoder(
     use_rank = "spearman" in kernels
     plan = _spearman_plan(spearman, n, p, W.shape[1]) if use_rank else (None, 0)
     sketch = alg.sketch_features(p, sketch_size, est.random_state) if plan[0] == "approx" else None
-    (stats,) = compute(
-        enc.class_stats_pass(data.X, W, sketch_idx=sketch, keep_means=plan[0] == "exact",
-                             precision=_precision(precision, data.X.dtype)),
-        label=f"encoder cross-validation: one pass for {len(folds)} folds",
-    )
+    prec = _precision(precision, (data.X if data.X is not None else data.numpy_X).dtype)
+    Xmem = data.numpy_X
+    stats = _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=prec),
+                 lambda: enc.class_stats_pass(data.X, W, sketch_idx=sketch, keep_means=plan[0] == "exact", precision=prec),
+                 f"encoder cross-validation: one pass for {len(folds)} folds")
     passes, ranks = 1, None
     loo = None
     if use_rank:
         if selection == "loo_cross_entropy" and len(kernels) > 1:
             loo = enc.LooSpec.from_sets(data.codes, K, plan_sets.sets[: len(folds)], counts)
         ranks, _, extra = _spearman_fit_passes(data.X, W, stats, plan, loo, n_write=0, out_group=None,
-                                               label="encoder cross-validation")
+                                               label="encoder cross-validation", Xmem=Xmem)
         passes += extra
     fold_errors, selected, fold_scores = [], [], []
     kernel_errors: dict[str, list[float]] = {k: [] for k in kernels}

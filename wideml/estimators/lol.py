@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from wideml.algebra.lol import lol_projection, pca_projection, rrlda_projection
+from wideml.algebra.randomized import randomized_projection
 from wideml.estimators._projector import GramProjector
 from wideml.exceptions import WidemlError
 
@@ -27,8 +28,15 @@ class LOL(GramProjector):
     second_moment : {"linear", "quadratic"}, default "linear"
     orthogonalize : bool, default False
         Orthonormalise the columns (Gram-Schmidt order; keeps nesting in d).
-    solver : {"auto", "gram"}, default "auto"
-        "gram": one streaming pass builds the n x n Gram, then exact eigensolves.
+    solver : {"auto", "gram", "randomized"}, default "auto"
+        "gram": one streaming pass builds the n x n Gram, then exact
+        eigensolves (2 passes with the emit pass). "randomized": a range
+        finder on the class-centred operator with ``n_power_iter`` power
+        iterations (n_power_iter + 2 passes, + 1 emit pass); its test matrix
+        is keyed on (random_state, feature index), so the result does not
+        depend on the chunking. "auto" picks by the cost model of
+        :func:`wideml.estimators._solver.choose_solver` and records the choice
+        in ``solver_`` and ``solver_reason_``.
     precision : {"float64", "float32"}, default "float64"
         Precision of each chunk's Gram product; centring and the sum across
         chunks are always float64. "float32" roughly halves the time of the
@@ -38,6 +46,12 @@ class LOL(GramProjector):
     workdir : str, optional
         Where p-sized fitted arrays of out-of-core input go until saved
         (default: the system temporary directory).
+    n_oversamples : int, default 10
+        Extra sketch columns of the randomized solver.
+    n_power_iter : int, default 1
+        Power iterations of the randomized solver.
+    random_state : int or None, default 0
+        Seed of the randomized solver's test matrix.
 
     Attributes
     ----------
@@ -55,11 +69,12 @@ class LOL(GramProjector):
 
     Notes
     -----
-    ``fit`` makes 2 passes over X; ``transform`` makes 1.
+    ``fit`` makes 2 passes over X with the Gram solver and n_power_iter + 3
+    with the randomized one (``n_fit_passes_``); ``transform`` makes 1.
     """
 
     def __init__(self, n_components=None, *, robust_first=True, second_moment="linear", orthogonalize=False,
-                 solver="auto", precision="float64", workdir=None):
+                 solver="auto", precision="float64", workdir=None, n_oversamples=10, n_power_iter=1, random_state=0):
         self.n_components = n_components
         self.robust_first = robust_first
         self.second_moment = second_moment
@@ -67,9 +82,25 @@ class LOL(GramProjector):
         self.solver = solver
         self.precision = precision
         self.workdir = workdir
+        self.n_oversamples = n_oversamples
+        self.n_power_iter = n_power_iter
+        self.random_state = random_state
 
     def _uses_medians(self) -> bool:
         return bool(self.robust_first)
+
+    def _supports_randomized(self) -> bool:
+        return self.second_moment == "linear"
+
+    def _method_name(self) -> str:
+        return "QOQ (second_moment='quadratic')" if self.second_moment == "quadratic" else "LOL"
+
+    def _n_delta_columns(self, n_classes, d):
+        return min(d, n_classes - 1)
+
+    def _randomized_projection(self, codes, n_classes, d, Q, Z, centroid_gram):
+        return randomized_projection(codes, n_classes, d, Q, Z, centring="class",
+                                     first_moment="median" if self.robust_first else "mean", centroid_gram=centroid_gram)
 
     def _projection(self, G, codes, n_classes, P, Q, n_features, n_components):
         if self.second_moment not in ("linear", "quadratic"):
@@ -88,7 +119,7 @@ class PCA(GramProjector):
     ----------
     n_components : int, optional
         Default: the number of classes.
-    solver, precision, workdir
+    solver, precision, workdir, n_oversamples, n_power_iter, random_state
         As for :class:`LOL`.
 
     Notes
@@ -97,14 +128,24 @@ class PCA(GramProjector):
     (and used only for ``classes_``) so PCA drops into the same pipelines.
     """
 
-    def __init__(self, n_components=None, *, solver="auto", precision="float64", workdir=None):
+    def __init__(self, n_components=None, *, solver="auto", precision="float64", workdir=None,
+                 n_oversamples=10, n_power_iter=1, random_state=0):
         self.n_components = n_components
         self.solver = solver
         self.precision = precision
         self.workdir = workdir
+        self.n_oversamples = n_oversamples
+        self.n_power_iter = n_power_iter
+        self.random_state = random_state
 
     def _projection(self, G, codes, n_classes, P, Q, n_features, n_components):
         return pca_projection(G, n_components, n_features=n_features)
+
+    def _centring(self) -> str:
+        return "pooled"
+
+    def _randomized_projection(self, codes, n_classes, d, Q, Z, centroid_gram):
+        return randomized_projection(codes, n_classes, d, Q, Z, centring="pooled", first_moment=None)
 
 
 class RRLDA(GramProjector):
@@ -113,7 +154,7 @@ class RRLDA(GramProjector):
     Parameters
     ----------
     n_components : int, optional
-    solver, precision, workdir
+    solver, precision, workdir, n_oversamples, n_power_iter, random_state
         As for :class:`LOL`.
 
     Notes
@@ -121,11 +162,18 @@ class RRLDA(GramProjector):
     ``fit`` makes 2 passes over X; ``transform`` makes 1.
     """
 
-    def __init__(self, n_components=None, *, solver="auto", precision="float64", workdir=None):
+    def __init__(self, n_components=None, *, solver="auto", precision="float64", workdir=None,
+                 n_oversamples=10, n_power_iter=1, random_state=0):
         self.n_components = n_components
         self.solver = solver
         self.precision = precision
         self.workdir = workdir
+        self.n_oversamples = n_oversamples
+        self.n_power_iter = n_power_iter
+        self.random_state = random_state
 
     def _projection(self, G, codes, n_classes, P, Q, n_features, n_components):
         return rrlda_projection(G, codes, n_classes, n_components, n_features=n_features)
+
+    def _randomized_projection(self, codes, n_classes, d, Q, Z, centroid_gram):
+        return randomized_projection(codes, n_classes, d, Q, Z, centring="class", first_moment=None)

@@ -19,7 +19,7 @@ from wideml.passes.blocks import check_finite, feature_stripes, tree_reduce
 LOADINGS = "loadings"
 
 
-def _emit_chunk(block, offset, B, Dm, med, group_path, keep):
+def _emit_chunk(block, offset, B, Dm, med, group_path, keep, embed):
     block = np.asarray(block)
     x = block.astype(np.float64, copy=False)
     A = x.T @ B
@@ -30,14 +30,26 @@ def _emit_chunk(block, offset, B, Dm, med, group_path, keep):
         import zarr
 
         zarr.open_array(f"{group_path}/{LOADINGS}", mode="r+")[offset : offset + x.shape[1], :] = A
-    return (shift, A if keep else None)
+    XA, AtA = (x @ A, A.T @ A) if embed else (None, None)
+    return (shift, A if keep else None, XA, AtA)
 
 
 def _sum_shift(*parts):
-    return (sum(p[0] for p in parts), None)
+    total = [sum(p[0] for p in parts), None, None, None]
+    if parts[0][2] is not None:
+        total[2] = sum(p[2] for p in parts)
+        total[3] = sum(p[3] for p in parts)
+    return tuple(total)
 
 
-def emit_pass(X: da.Array, B: np.ndarray, Dm: np.ndarray | None = None, group_path: str | None = None, medians=None):
+def emit_pass(
+    X: da.Array,
+    B: np.ndarray,
+    Dm: np.ndarray | None = None,
+    group_path: str | None = None,
+    medians=None,
+    with_embedding: bool = False,
+):
     """Lazy graph computing the loadings A = X^T B + M^T Dm chunk by chunk (**one pass** over X).
 
     Parameters
@@ -53,22 +65,26 @@ def emit_pass(X: da.Array, B: np.ndarray, Dm: np.ndarray | None = None, group_pa
         zarr group holding an empty ``loadings`` array (p, d) chunked like X,
         filled in place. Without it, the loadings are returned in memory
         (only for data that fits in RAM anyway).
+    with_embedding : bool
+        Also accumulate X A (n x d) and A^T A (d x d) in the same pass (the
+        randomized solver has no Gram to get them from).
 
     Returns
     -------
     dask.delayed.Delayed
-        Computes to ``(shift, A)``: shift = m^T A (d,), with m the feature
-        means; A the (p, d) loadings when ``group_path`` is None, else None.
+        Computes to ``(shift, A, XA, AtA)``: shift = m^T A (d,), with m the
+        feature means; A the (p, d) loadings when ``group_path`` is None, else
+        None; XA and AtA when ``with_embedding``, else None.
     """
     stripes, offsets = feature_stripes(X)
     keep = group_path is None
     med_blocks = _aligned_blocks(medians, X.chunks[1], offsets, axis=1) if Dm is not None else [None] * len(stripes)
     task = dask.delayed(_emit_chunk, pure=True)
-    parts = [task(s, int(o), B, Dm, mb, group_path, keep) for s, o, mb in zip(stripes, offsets, med_blocks)]
-    shift = tree_reduce(parts, _sum_shift)
+    parts = [task(s, int(o), B, Dm, mb, group_path, keep, with_embedding) for s, o, mb in zip(stripes, offsets, med_blocks)]
+    total = tree_reduce(parts, _sum_shift) if len(parts) > 1 else dask.delayed(_sum_shift, pure=True)(parts[0])
     if keep:
-        return dask.delayed(lambda sh, *blocks: (sh[0], np.vstack([b[1] for b in blocks])), pure=True)(shift, *parts)
-    return dask.delayed(lambda sh: (sh[0], None), pure=True)(shift)
+        return dask.delayed(lambda t, *blocks: (t[0], np.vstack([b[1] for b in blocks]), t[2], t[3]), pure=True)(total, *parts)
+    return total
 
 
 def _aligned_blocks(A, widths, offsets, axis: int) -> list:

@@ -1,0 +1,122 @@
+"""Randomized solver, LFL and solver="auto": oracles, chunking invariance, pass counts."""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from oracles import max_angle, reference_lol, reference_pca, reference_rrlda
+from wideml import LFL, LOL, PCA, RRLDA, open_store, write_store
+from wideml.estimators._solver import choose_solver, estimate_seconds
+from wideml.passes.keyed_random import gaussian_rows, sparse_sign_rows
+from wideml.storage.reader import READ_COUNTER
+
+
+def decaying_data(n=240, p=1500, K=3, seed=0):
+    """Low-rank signal with a decaying spectrum plus noise: what a range finder is for."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, K, n)
+    U = np.linalg.qr(rng.normal(size=(p, 20)))[0]
+    X = (rng.normal(size=(n, 20)) * np.geomspace(30, 1, 20)) @ U.T + 0.3 * rng.normal(size=(n, p))
+    return X + np.eye(K)[y] @ rng.normal(size=(K, p)) * 0.5 + 100.0, y
+
+
+@pytest.mark.parametrize(
+    "make,ref",
+    [
+        (lambda: LOL(8, solver="randomized", n_power_iter=4, robust_first=False), lambda X, y: reference_lol(X, y, 8)),
+        (lambda: LOL(8, solver="randomized", n_power_iter=4), lambda X, y: reference_lol(X, y, 8, robust=True)),
+        (lambda: PCA(8, solver="randomized", n_power_iter=4), lambda X, y: reference_pca(X, 8)),
+        (lambda: RRLDA(8, solver="randomized", n_power_iter=4), lambda X, y: reference_rrlda(X, y, 8)),
+    ],
+    ids=["lol-means", "lol-medians", "pca", "rrlda"],
+)
+def test_randomized_matches_exact_and_ignores_chunking(make, ref):
+    X, y = decaying_data()
+    comps = []
+    for chunk in (1500, 229):
+        est = make().fit(da.from_array(X, chunks=(X.shape[0], chunk)), y)
+        A = np.asarray(est.components_).T
+        comps.append(A)
+        assert max_angle(A, ref(X, y)) < 1e-4
+        np.testing.assert_allclose(est.transform(X), est.embedding_, rtol=1e-7, atol=1e-6)
+        assert est.solver_ == "randomized" and est.n_fit_passes_ == 4 + 3
+    np.testing.assert_allclose(comps[0], comps[1], rtol=1e-9, atol=1e-12)
+
+
+def test_randomized_orthogonalize():
+    X, y = decaying_data()
+    est = LOL(6, solver="randomized", n_power_iter=4, orthogonalize=True).fit(X, y)
+    A = np.asarray(est.components_).T
+    np.testing.assert_allclose(A.T @ A, np.eye(6), atol=1e-9)
+    np.testing.assert_allclose(est.transform(X), est.embedding_, rtol=1e-7, atol=1e-6)
+
+
+def test_randomized_pass_count(tmp_path):
+    X, y = decaying_data(n=120, p=800)
+    write_store(tmp_path / "s.zarr", X, y, feature_chunk=100)
+    store = open_store(tmp_path / "s.zarr")
+    before = READ_COUNTER[str(store.path)]
+    LOL(5, solver="randomized", n_power_iter=2).fit(store)
+    assert READ_COUNTER[str(store.path)] - before == (2 + 2 + 1) * 8
+
+
+def test_qoq_needs_gram_solver():
+    X, y = decaying_data(n=60, p=200)
+    with pytest.raises(ValueError, match="needs solver='gram'"):
+        LOL(4, second_moment="quadratic", solver="randomized").fit(X, y)
+
+
+def test_keyed_random_rows_do_not_depend_on_the_split():
+    whole = gaussian_rows(7, 0, 3000, 5)
+    parts = np.vstack([gaussian_rows(7, s, min(3000, s + 777), 5) for s in range(0, 3000, 777)])
+    np.testing.assert_array_equal(whole, parts)
+    whole = sparse_sign_rows(7, 0, 3000, 5, 0.02).toarray()
+    parts = np.vstack([sparse_sign_rows(7, s, min(3000, s + 777), 5, 0.02).toarray() for s in range(0, 3000, 777)])
+    np.testing.assert_array_equal(whole, parts)
+    assert abs((whole != 0).mean() - 0.02) < 0.005
+    assert abs((whole**2).mean() - 1) < 0.15
+
+
+def _lfl_reference(X, y, d, density, robust):
+    classes, codes = np.unique(y, return_inverse=True)
+    K = len(classes)
+    order = np.argsort(-np.bincount(codes), kind="stable")
+    stat = np.median if robust else np.mean
+    cents = np.stack([stat(X[codes == k], axis=0) for k in range(K)])
+    deltas = [cents[order[0]] - cents[order[i]] for i in range(1, K)]
+    cols = [v / np.linalg.norm(v) for v in deltas]
+    R = sparse_sign_rows(0, 0, X.shape[1], d - (K - 1), density).toarray()
+    return np.column_stack(cols + [R])
+
+
+@pytest.mark.parametrize("robust", [False, True])
+@pytest.mark.parametrize("chunk", [2000, 311])
+def test_lfl_matches_reference(robust, chunk):
+    X, y = decaying_data(n=90, p=2000)
+    est = LFL(9, robust_first=robust).fit(da.from_array(X, chunks=(90, chunk)), y)
+    ref = _lfl_reference(X, y, 9, est.density_, robust)
+    np.testing.assert_allclose(np.asarray(est.components_).T, ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(est.embedding_, (X - X.mean(0)) @ ref, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(est.transform(X), est.embedding_, rtol=1e-8, atol=1e-8)
+
+
+def test_lfl_is_one_pass(tmp_path):
+    X, y = decaying_data(n=90, p=1000)
+    write_store(tmp_path / "s.zarr", X, y, feature_chunk=125)
+    store = open_store(tmp_path / "s.zarr")
+    before = READ_COUNTER[str(store.path)]
+    est = LFL(6).fit(store)
+    assert READ_COUNTER[str(store.path)] - before == 8
+    before = READ_COUNTER[str(store.path)]
+    est.transform(store)
+    assert READ_COUNTER[str(store.path)] - before == 8
+
+
+def test_auto_solver_policy():
+    assert choose_solver(200, 10_000, 10, memory_budget=2**34)[0] == "gram"
+    assert choose_solver(50_000, 10_000, 10, memory_budget=2**34)[0] == "randomized"  # Gram does not fit
+    est = estimate_seconds(8000, 250_000, 10)
+    assert est["randomized"] < est["gram"]
+    X, y = decaying_data(n=60, p=300)
+    fitted = LOL(4).fit(X, y)
+    assert fitted.solver_ == "gram" and "gram" in fitted.solver_reason_

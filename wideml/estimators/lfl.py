@@ -1,0 +1,166 @@
+"""LFL: LOL's centroid differences plus very sparse random projections, fitted in one pass."""
+
+from __future__ import annotations
+
+import numbers
+
+import dask.array as da
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from wideml.algebra.randomized import centroid_differences
+from wideml.estimators._input import fit_input, predict_input
+from wideml.estimators._workdir import new_model_group
+from wideml.exceptions import WidemlError
+from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
+from wideml.passes.keyed_random import lfl_density
+from wideml.passes.lfl import lfl_components, lfl_fit_pass, lfl_project_pass
+from wideml.runtime import compute
+
+
+class LFL(TransformerMixin, BaseEstimator):
+    """Low-rank Fast Linear embedding (the LOL paper's FlashLFL), out of core.
+
+    A = [unit centroid differences mu_(1) - mu_(i) (K-1 columns, reference =
+    most populous class), R], where R (p x (d-K+1)) is a very sparse random
+    projection (Li, Hastie & Church 2006): entries +-1/sqrt(density) with
+    probability density/2 each, generated from (random_state, feature index),
+    so it is never stored and does not depend on the chunking.
+
+    Parameters
+    ----------
+    n_components : int, optional
+        d (default: the number of classes).
+    robust_first : bool, default False
+        Class medians instead of means. Off by default: LFL is the speed
+        variant, and medians cost a sort of every chunk.
+    density : float or "auto", default "auto"
+        Non-zero fraction of R; "auto" = 1/sqrt(p) as Li et al. recommend.
+    random_state : int, default 0
+    workdir : str, optional
+        Where the p-sized centroids of out-of-core input go until saved.
+
+    Attributes
+    ----------
+    embedding_ : ndarray of shape (n_samples, n_components)
+        Training embedding, from the fit pass (equals ``transform(X_train)``).
+    components_ : dask array of shape (n_components, n_features)
+        Lazy: generated chunk by chunk when read, never stored.
+    centroids_ : ndarray or dask array of shape (n_classes, n_features)
+    density_ : float
+    classes_, n_features_in_, n_components_, offset_
+
+    Notes
+    -----
+    ``fit`` makes **one pass** over X (training embedding included);
+    ``transform`` makes one.
+    """
+
+    n_fit_passes = 1
+
+    def __init__(self, n_components=None, *, robust_first=False, density="auto", random_state=0, workdir=None):
+        self.n_components = n_components
+        self.robust_first = robust_first
+        self.density = density
+        self.random_state = random_state
+        self.workdir = workdir
+
+    def _check(self, p):
+        n = self.n_components
+        if n is not None and (not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1):
+            raise WidemlError(f"n_components must be a positive integer, got {n!r}.")
+        if not isinstance(self.random_state, numbers.Integral):
+            raise WidemlError(f"random_state must be an integer (the projection is keyed on it), got {self.random_state!r}.")
+        if self.density == "auto":
+            return lfl_density(p)
+        if not isinstance(self.density, numbers.Real) or not 0 < self.density <= 1:
+            raise WidemlError(f"density must be in (0, 1] or 'auto', got {self.density!r}.")
+        return float(self.density)
+
+    def fit(self, X, y=None):
+        """Fit in **one pass** over X (centroids, their Gram, and the training embedding)."""
+        data = fit_input(X, y)
+        density = self._check(data.n_features)
+        K, p = data.n_classes, data.n_features
+        d = self.n_components if self.n_components is not None else K
+        n_deltas = min(d, K - 1)
+        k = d - n_deltas
+        group = None
+        if not data.in_memory:
+            w = data.X.chunks[1][0]
+            group = new_model_group(self, self.workdir, {FEATURE_MEAN: ((p,), (w,)), CLASS_MEANS: ((K, p), (K, w)), CLASS_MEDIANS: ((K, p), (K, w))})
+        (st,) = compute(
+            lfl_fit_pass(data.X, data.codes, K, n_random=k, seed=int(self.random_state), density=density,
+                         robust=bool(self.robust_first), out_group=group),
+            label="LFL fit: one pass",
+        )
+        Dm = centroid_differences(data.codes, K, st["CC"])[:, :n_deltas]
+        XA = np.hstack([st["XC"] @ Dm, st["XR"]])
+        self.offset_ = np.concatenate([st["mC"] @ Dm, st["mR"]])
+        self.embedding_ = XA - self.offset_
+        if group is not None:
+            self.centroids_ = da.from_zarr(f"{group}/{CLASS_MEDIANS if self.robust_first else CLASS_MEANS}")
+        else:
+            self.centroids_ = st["centroids"]
+        self._Dm = Dm
+        self.classes_ = data.classes
+        self.train_codes_ = data.codes
+        self.n_features_in_ = p
+        self.n_components_ = d
+        self.density_ = density
+        self.solver_ = "lfl"
+        self.n_fit_passes_ = 1
+        self.provenance_ = dict(data.source)
+        self._chunk = int(data.X.chunks[1][0])
+        return self
+
+    @property
+    def components_(self):
+        check_is_fitted(self, "_Dm")
+        return lfl_components(self.centroids_, self._Dm, n_features=self.n_features_in_, n_random=self.n_components_ - self._Dm.shape[1],
+                              seed=int(self.random_state), density=self.density_, chunk=self._chunk).T
+
+    def transform(self, X):
+        """Embed X, shape (n_samples, n_components); **one pass** over X."""
+        check_is_fitted(self, "_Dm")
+        Xd = predict_input(X, self.n_features_in_, "LFL")
+        (Z,) = compute(
+            lfl_project_pass(Xd, self.centroids_, self._Dm, n_random=self.n_components_ - self._Dm.shape[1],
+                             seed=int(self.random_state), density=self.density_),
+            label="LFL transform: one pass",
+        )
+        return Z - self.offset_
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fit (one pass) and return the training embedding."""
+        return self.fit(X, y).embedding_
+
+    def _model_state(self):
+        check_is_fitted(self, "_Dm")
+        state = {"n_features_in": int(self.n_features_in_), "n_components": int(self.n_components_), "density": float(self.density_),
+                 "chunk": self._chunk, "solver": "lfl"}
+        arrays = {"classes": self.classes_, "train_codes": self.train_codes_, "offset": self.offset_, "embedding": self.embedding_,
+                  "Dm": self._Dm, "centroids": self.centroids_}
+        return state, arrays
+
+    @classmethod
+    def _from_model_state(cls, params, state, arrays):
+        est = cls(**params)
+        est.classes_ = np.asarray(arrays["classes"][...])
+        est.train_codes_ = np.asarray(arrays["train_codes"][...])
+        est.offset_ = np.asarray(arrays["offset"][...])
+        est.embedding_ = np.asarray(arrays["embedding"][...])
+        est._Dm = np.asarray(arrays["Dm"][...])
+        est.centroids_ = da.from_zarr(arrays["centroids"])
+        est.n_features_in_ = state["n_features_in"]
+        est.n_components_ = state["n_components"]
+        est.density_ = state["density"]
+        est._chunk = state["chunk"]
+        est.solver_ = "lfl"
+        return est
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
