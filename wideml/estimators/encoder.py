@@ -234,7 +234,7 @@ class _RankResult:
 def _spearman_fit_passes(Xd, W, stats, plan, loo, *, n_write, out_group, label, Xmem=None) -> tuple[_RankResult, np.ndarray | None, int]:
     """The rank pass(es) after the class-statistics pass. Returns (ranks, class-mean ranks in memory or None, passes)."""
     mode, block = plan
-    n, p = Xd.shape
+    n, p = (Xmem if Xmem is not None else Xd).shape
     if mode == "approx":
         x_tables = alg.rank_tables(stats.sketch)
         u_tables = alg.rank_tables(W.T @ stats.sketch)

@@ -455,7 +455,40 @@ def rank_gram_block(X_a: da.Array, X_b: da.Array | None = None):
     return dask.delayed(_rank_gram, pure=True)(int(X_a.shape[0]), X_b is None, *stripes)
 
 
+# --------------------------------------------------------------------------------------
+# in-memory counterparts: the same chunk kernels applied to an array already in RAM
+# --------------------------------------------------------------------------------------
+def class_stats_local(X: np.ndarray, W: np.ndarray, *, sketch_idx: np.ndarray | None = None, precision: str = "float64") -> ClassStats:
+    """:func:`class_stats_pass` for an in-memory X (no graph; the class means are kept)."""
+    idx = None if sketch_idx is None else np.asarray(sketch_idx, dtype=np.int64)
+    return _stats_finish(_stats_chunk(X, 0, np.asarray(W, dtype=np.float64), 0, None, idx, True, precision), X.shape[1])
+
+
+def spearman_sketch_local(X: np.ndarray, W: np.ndarray, x_tables, u_tables, *, loo: LooSpec | None = None) -> dict:
+    """:func:`spearman_sketch_pass` for an in-memory X."""
+    return _sketch_rank_chunk(X, 0, np.asarray(W, dtype=np.float64), list(x_tables), list(u_tables), X.shape[1], loo, 0, None)
+
+
+def spearman_exact_local(X: np.ndarray, rows: slice, S: np.ndarray, *, U: np.ndarray | None = None,
+                         loo: LooSpec | None = None) -> dict:
+    """:func:`spearman_exact_block` for an in-memory X."""
+    start, stop, _ = rows.indices(X.shape[0])
+    return _exact_block(np.arange(start, stop), S, U, loo, X[start:stop])
+
+
+def anchor_local(X: np.ndarray, U: np.ndarray | None = None, *, S: np.ndarray | None = None, x_tables=None,
+                 precision: str = "float64") -> dict:
+    """:func:`anchor_pass` for in-memory X and anchors."""
+    return _anchor_chunk(X, 0, U, S, None if x_tables is None else list(x_tables), X.shape[1], precision)
+
+
+def sketch_local(X: np.ndarray, sketch_idx: np.ndarray) -> np.ndarray:
+    """:func:`sketch_pass` for an in-memory X."""
+    return _sketch_finish(_sketch_chunk(X, 0, np.asarray(sketch_idx, dtype=np.int64)))
+
+
 __all__ = [
     "CLASS_MEANS", "CLASS_MEAN_RANKS", "ClassStats", "LooSpec", "anchor_pass", "class_stats_pass", "cross_gram_pass",
-    "rank_gram_block", "sketch_pass", "spearman_exact_block", "spearman_sketch_pass",
+    "rank_gram_block", "sketch_pass", "spearman_exact_block", "spearman_sketch_pass", "class_stats_local",
+    "spearman_sketch_local", "spearman_exact_local", "anchor_local", "sketch_local",
 ]
