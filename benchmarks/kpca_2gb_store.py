@@ -84,6 +84,7 @@ def main() -> None:
         result["gram_pass_chunk_reads"] = READ_COUNTER[str(store_path)]
         result["n_chunks"] = int(store.X.numblocks[1])
         result["gram_pass_over_read_pass"] = t / result["read"]["read_pass"]
+        save("kpca_2gb_store", result)
 
         codes = np.asarray(store.y)
         algebra = {}
@@ -106,6 +107,7 @@ def main() -> None:
         algebra["total_selection_algebra_s"] = sum(v for k, v in algebra.items() if k.endswith("_s"))
         result["algebra_no_pass"] = algebra
         result["passes_for_21_sigmas_alignment_sum"] = 1
+        save("kpca_2gb_store", result)
 
         learners = {}
         t, _ = timed(lambda: DNE().fit(F, codes))
@@ -114,6 +116,8 @@ def main() -> None:
         learners["nca_20_iter_s"] = t
         t, _ = timed(lambda: LMNN(max_iter=20).fit(F, codes))
         learners["lmnn_20_iter_s"] = t
+        result["learners_in_memory"] = learners
+        save("kpca_2gb_store", result)
         # CV over the 21 sigmas with DNE: fold sub-blocks of the one Gram (no pass).
         trick = KPCATrick(learner="dne", selection="cv", cv=3, n_components=args.r)
         folds = stratified_folds(codes, 3, 0)

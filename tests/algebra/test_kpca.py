@@ -99,3 +99,10 @@ def test_bad_input(kernels):
         fit_kpca(K + np.triu(np.ones_like(K), 1))
     with pytest.raises(WidemlError, match="one column per training sample"):
         fit_kpca(K).transform(K[:, :3])
+
+
+def test_at_most_caps_components_for_grid_scans():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(30, 3))
+    lin = X @ X.T
+    assert fit_kpca(lin, 10, at_most=True).n_components == 3

@@ -123,7 +123,7 @@ class KPCAFit:
         return center_cross_kernel(Kx, self.col_means, self.grand_mean) @ self.projector()
 
 
-def fit_kpca(K: np.ndarray, n_components: int | None = None, *, tol: float = DEFAULT_TOL) -> KPCAFit:
+def fit_kpca(K: np.ndarray, n_components: int | None = None, *, tol: float = DEFAULT_TOL, at_most: bool = False) -> KPCAFit:
     """Kernel PCA of a training kernel matrix.
 
     Parameters
@@ -135,6 +135,10 @@ def fit_kpca(K: np.ndarray, n_components: int | None = None, *, tol: float = DEF
         eigenvalue (the lossless KPCA trick; Proposition 3 holds exactly).
     tol : float
         Eigenvalues <= tol * lambda_max count as zero.
+    at_most : bool
+        Treat ``n_components`` as an upper bound (keep fewer if fewer are
+        non-zero) instead of raising; used when scanning a kernel grid, where
+        extreme widths leave few numerically non-zero components.
 
     Returns
     -------
@@ -199,7 +203,9 @@ def fit_kpca(K: np.ndarray, n_components: int | None = None, *, tol: float = DEF
         r = int(n_components)
         if r < 1:
             raise WidemlError(f"n_components must be at least 1, got {n_components}; pass a positive integer or None.")
-        if r > n_nonzero:
+        if r > n_nonzero and at_most:
+            r = n_nonzero
+        elif r > n_nonzero:
             raise WidemlError(
                 f"n_components={r} is more than the {n_nonzero} non-zero eigenvalues of the centred kernel "
                 f"(n = {n} samples, so at most n - 1 = {n - 1}); lower n_components or pass None for all of them."

@@ -205,7 +205,7 @@ class KernelBasis:
         return cls(kernel_from_dict(state["kernel"]), fit, np.asarray(arrays["kpca_offset"][...]))
 
 
-def fit_basis(kernel, products: Products, n_components: int | None, tol: float) -> tuple[KernelBasis, np.ndarray]:
+def fit_basis(kernel, products: Products, n_components: int | None, tol: float, at_most: bool = False) -> tuple[KernelBasis, np.ndarray]:
     """KPCA of the reference block, and the training coordinates (n x r).
 
     Exact (landmarks None): the coordinates are V L^{1/2}. Nystrom: the KPCA of
@@ -213,7 +213,7 @@ def fit_basis(kernel, products: Products, n_components: int | None, tol: float) 
     centred on the training mean (an approximation of the exact KPCA).
     """
     block = products.reference_block()
-    fit = fit_kpca(block.kernel(kernel), n_components, tol=tol)
+    fit = fit_kpca(block.kernel(kernel), n_components, tol=tol, at_most=at_most)
     if products.landmarks is None:
         return KernelBasis(kernel, fit, np.zeros(fit.n_components)), fit.train_coordinates()
     F = fit.transform(products.kernel(kernel))

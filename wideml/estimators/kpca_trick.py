@@ -191,7 +191,9 @@ class KPCATrick(ClassifierMixin, BaseEstimator):
         Folds for ``selection="cv"`` (stratified, seeded by ``random_state``).
     n_components : int or None, default None
         KPCA components r (None: all non-zero ones, the lossless trick; the
-        paper suggests 100-200 to speed the learner up).
+        paper suggests 100-200 to speed the learner up). More than the kernel's
+        non-zero eigenvalues is an error with ``selection="fixed"``; when a
+        kernel is selected from a grid it is an upper bound.
     learner_params : dict or None, default None
         Keyword arguments of the learner (e.g. ``{"n_neighbors": 3}`` for LMNN
         or DNE, ``{"max_iter": 50}`` for NCA).
@@ -269,7 +271,7 @@ class KPCATrick(ClassifierMixin, BaseEstimator):
 
     def _fold_score(self, kernel, products: Products, codes, train, test, target_sq) -> float:
         sub = products.subset(train)
-        fit = fit_kpca(sub.kernel(kernel), self._fold_components(len(train)), tol=self.tol)
+        fit = fit_kpca(sub.kernel(kernel), self._fold_components(len(train)), tol=self.tol, at_most=True)
         F = fit.train_coordinates()
         cross = Products(products.inner[np.ix_(test, train)], products.sq_dist[np.ix_(test, train)], products.n_features)
         Ft = fit.transform(cross.kernel(kernel))
@@ -318,7 +320,7 @@ class KPCATrick(ClassifierMixin, BaseEstimator):
         block_codes = codes if self.landmarks_ is None else codes[self.landmarks_]
         block_target = block.sq_dist if self.target_space == "input" else None
         self.kernel_ = self._select_kernel(block, block_codes, block_target)
-        self.basis_, F = fit_basis(self.kernel_, products, self.n_components, self.tol)
+        self.basis_, F = fit_basis(self.kernel_, products, self.n_components, self.tol, at_most=self.selection != "fixed")
         target_sq = None
         if self.target_space == "input":
             if self.landmarks_ is not None:
