@@ -71,8 +71,21 @@ def test_emit_and_project_match_numpy(chunks):
     X, codes = _data()
     B = np.random.default_rng(1).normal(size=(60, 4))
     (out,) = dask.compute(emit_pass(da.from_array(X, chunks=chunks), B), scheduler="threads")
-    shift, A = out
+    shift, A, _, _ = out
     np.testing.assert_allclose(A, X.T @ B, rtol=1e-10)
     np.testing.assert_allclose(shift, X.mean(0) @ A, rtol=1e-10)
     (Z,) = dask.compute(project_pass(da.from_array(X, chunks=chunks), A), scheduler="threads")
     np.testing.assert_allclose(Z, X @ A, rtol=1e-10)
+
+
+def test_tiny_memory_budget_gives_the_same_gram():
+    """A budget small enough to force 3-feature sub-stripes inside each chunk changes nothing."""
+    X, codes = _data()
+    ref = dask.compute(gram_pass(da.from_array(X, chunks=(60, 100)), codes, 3, median_subsets=[np.arange(60)]), scheduler="sync")[0]
+    with dask.config.set({"wideml.memory-limit": 60 * 8 * 5 * 4 * 3}):
+        from wideml.passes.blocks import sub_stripe_width
+
+        assert sub_stripe_width(60, copies=5) < 10
+        small = dask.compute(gram_pass(da.from_array(X, chunks=(60, 100)), codes, 3, median_subsets=[np.arange(60)]), scheduler="sync")[0]
+    np.testing.assert_allclose(small.G, ref.G, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(small.medians[0].P, ref.medians[0].P, rtol=1e-12, atol=1e-10)

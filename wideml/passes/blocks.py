@@ -64,6 +64,25 @@ def check_finite(block: np.ndarray, offset: int) -> None:
         raise nonfinite_error(found)
 
 
+def sub_stripe_width(n_samples: int, copies: int = 4, budget: int | None = None) -> int:
+    """Widest feature sub-stripe whose float64 temporaries (``copies`` of n x w) fit one task's share of the budget.
+
+    A task's share is the memory budget (config ``memory-limit``) divided by
+    twice the number of cores (tasks run one per core; half is left for the
+    chunks being read and the n x n accumulators). Chunk tasks process their
+    chunk in sub-stripes of this width, so the budget holds whatever the
+    stored chunk size.
+    """
+    import os
+
+    if budget is None:
+        from wideml.runtime.config import memory_limit_bytes
+
+        budget = memory_limit_bytes()
+    share = budget // (2 * max(1, os.cpu_count() or 1))
+    return max(1, int(share // (copies * 8 * max(1, n_samples))))
+
+
 def tree_reduce(parts: Sequence[Any], combine: Callable[..., Any], width: int | None = None) -> Any:
     """Reduce delayed partial results in a tree of fan-in ``width``.
 

@@ -26,7 +26,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, first_nonfinite, nonfinite_error, tree_reduce
+from wideml.passes.blocks import feature_stripes, first_nonfinite, nonfinite_error, sub_stripe_width, tree_reduce
 
 #: Names of the p-sized arrays the pass writes into a model group.
 FEATURE_MEAN = "feature_mean"
@@ -107,25 +107,41 @@ def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -
         arr[:, offset : offset + values.shape[1]] = values
 
 
-def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_group):
+def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_group, width=None):
+    """Statistics of one chunk, computed in sub-stripes of at most ``width`` features (memory budget)."""
     block = np.asarray(block)
     bad = first_nonfinite(block, int(offset))
     if bad is not None:  # reported after the pass, so the lowest bad feature index wins
         return None, None, 0.0, [], bad
+    width = block.shape[1] if not width else int(width)
+    keep = out_group is not None
+    parts, outputs = [], []
+    for a in range(0, block.shape[1], width):
+        stats, out = _stripe_stats(block[:, a : a + width], codes, n_classes, median_sets, precision, keep)
+        parts.append(stats)
+        outputs.append(out)
+    if keep:  # one chunk-aligned write per output array
+        for name in outputs[0]:
+            _write(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
+    return _combine(*parts) if len(parts) > 1 else parts[0]
+
+
+def _stripe_stats(block, codes, n_classes, median_sets, precision, keep):
+    """(partial sums, p-sized outputs) of one sub-stripe."""
+    outputs = {}
     x = block.astype(np.float64, copy=True)  # our own copy: centred in place below
     m = x.mean(axis=0)
     medians = []
     for idx, sub_codes, is_full in median_sets:
         M = _group_medians(x.T if is_full else x[idx].T, sub_codes, n_classes)
         medians.append(M - m)
-        if is_full:
-            _write(out_group, CLASS_MEDIANS, M, offset)
-    if out_group is not None:
+        if is_full and keep:
+            outputs[CLASS_MEDIANS] = M
+    if keep:
         onehot = np.zeros((len(codes), n_classes))
         onehot[np.arange(len(codes)), codes] = 1.0
-        means = (onehot.T @ x) / onehot.sum(axis=0)[:, None]
-        _write(out_group, CLASS_MEANS, means, offset)
-        _write(out_group, FEATURE_MEAN, m, offset)
+        outputs[CLASS_MEANS] = (onehot.T @ x) / onehot.sum(axis=0)[:, None]
+        outputs[FEATURE_MEAN] = m
     x -= m
     if precision == "float32":
         xs = x.astype(np.float32)
@@ -135,7 +151,7 @@ def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_gr
     r = x @ m
     s = float(m @ m)
     meds = [(x @ Mc.T, Mc @ Mc.T) for Mc in medians]
-    return G, r, s, meds, None
+    return (G, r, s, meds, None), outputs
 
 
 def _combine(*parts):
@@ -186,6 +202,12 @@ def gram_pass(
         ``class_means`` (K, p) and ``class_medians`` (K, p) chunked like X,
         which the pass fills chunk by chunk.
 
+    Notes
+    -----
+    Each chunk is processed in sub-stripes sized from the memory budget
+    (:func:`wideml.passes.blocks.sub_stripe_width`), so the float64
+    temporaries of a task stay within its share whatever the stored chunk size.
+
     Returns
     -------
     dask.delayed.Delayed
@@ -204,7 +226,8 @@ def gram_pass(
         idx = np.asarray(idx, dtype=np.int64)
         sets.append((idx, codes[idx], len(idx) == n and np.array_equal(idx, np.arange(n))))
     task = dask.delayed(_chunk_stats, pure=True)
-    parts = [task(s, int(o), codes, n_classes, sets, precision, out_group) for s, o in zip(stripes, offsets)]
+    width = sub_stripe_width(n, copies=4 + len(sets))
+    parts = [task(s, int(o), codes, n_classes, sets, precision, out_group, width) for s, o in zip(stripes, offsets)]
     total = tree_reduce(parts, _combine)
     return dask.delayed(_finish, pure=True)(total, int(X.shape[1]))
 

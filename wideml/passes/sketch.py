@@ -20,7 +20,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, first_nonfinite, nonfinite_error, tree_reduce
+from wideml.passes.blocks import feature_stripes, first_nonfinite, nonfinite_error, sub_stripe_width, tree_reduce
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _group_medians, _write
 from wideml.passes.keyed_random import gaussian_rows
 
@@ -36,11 +36,27 @@ def _feature_and_class_means(x: np.ndarray, codes: np.ndarray, n_classes: int):
     return m, means
 
 
-def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, out_group):
+def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width=None):
+    """One chunk of a sketch or power pass, in sub-stripes of at most ``width`` features."""
     block = np.asarray(block)
     bad = first_nonfinite(block, int(offset))
     if bad is not None:
         return None, None, None, bad
+    width = block.shape[1] if not width else int(width)
+    parts, outputs = [], []
+    for a in range(0, block.shape[1], width):
+        part, out = _sketch_stripe(block[:, a : a + width], int(offset) + a, codes, n_classes, centring, seed, n_cols, Q,
+                                   medians, out_group is not None)
+        parts.append(part)
+        outputs.append(out)
+    if out_group is not None and Q is None:
+        for name in outputs[0]:
+            _write(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
+    return _combine(*parts) if len(parts) > 1 else parts[0]
+
+
+def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, keep):
+    outputs = {}
     x = block.astype(np.float64, copy=True)
     m, means = _feature_and_class_means(x, codes, n_classes)
     first = Q is None
@@ -50,10 +66,12 @@ def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, me
         cg_means = mc @ mc.T
         if medians:
             M = _group_medians(x.T, codes, n_classes)
-            _write(out_group, CLASS_MEDIANS, M, offset)
             cg_meds = (M - m) @ (M - m).T
-        _write(out_group, CLASS_MEANS, means, offset)
-        _write(out_group, FEATURE_MEAN, m, offset)
+            if keep:
+                outputs[CLASS_MEDIANS] = M
+        if keep:
+            outputs[CLASS_MEANS] = means
+            outputs[FEATURE_MEAN] = m
     if centring == "class":
         x -= means[codes]
     else:
@@ -62,7 +80,7 @@ def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, me
         Y = x @ gaussian_rows(seed, int(offset), int(offset) + x.shape[1], n_cols)
     else:
         Y = x @ (x.T @ Q)
-    return Y, cg_means, cg_meds, None
+    return (Y, cg_means, cg_meds, None), outputs
 
 
 def _combine(*parts):
@@ -130,5 +148,6 @@ def sketch_pass(
         raise ValueError(f"centring must be one of {CENTRINGS}")
     stripes, offsets = feature_stripes(X)
     task = dask.delayed(_sketch_chunk, pure=True)
-    parts = [task(s, int(o), codes, n_classes, centring, seed, n_cols, Q, medians, out_group) for s, o in zip(stripes, offsets)]
+    width = sub_stripe_width(X.shape[0], copies=2 + (2 if medians else 0))
+    parts = [task(s, int(o), codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width) for s, o in zip(stripes, offsets)]
     return dask.delayed(_finish, pure=True)(tree_reduce(parts, _combine))
