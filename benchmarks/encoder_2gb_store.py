@@ -1,0 +1,90 @@
+"""Encoder fit on a 2 GB uncompressed float32 zarr store (n = 2000, p = 250 000, K = 5), issue 5.
+
+Measured in one run (medians of --repeats):
+- one read pass of the store: the fastest of raw chunk-file reads, zarr's own reads
+  and wideml's dask reads (``_common.read_pass_yardsticks``);
+- EncoderClassifier(kernels="linear,euclidean").fit(store): wall time and the number
+  of passes (chunk reads / chunks), and the ratio to one read pass (target <= 1.2);
+- the same for kernels="linear", for predict on the same store (one pass), and for
+  the multi-kernel fit with estimated Spearman ranks (two passes).
+
+The store holds ``enc-normal-noise`` (the encoder paper's setting) written by
+``wideml.sims.simulate_to_store``. The encoder's per-chunk arithmetic runs in
+float32 (``precision="auto"`` for float32 X); the sums across chunks are float64.
+
+Usage: python benchmarks/encoder_2gb_store.py [--workdir DIR] [--repeats 3] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from _common import median_time, read_pass_yardsticks, save
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--p", type=int, default=250_000)
+    ap.add_argument("--keep", action="store_true", help="keep the store afterwards")
+    args = ap.parse_args()
+
+    import wideml
+    from wideml.estimators.encoder import EncoderClassifier
+    from wideml.sims import simulate_to_store
+    from wideml.storage.reader import READ_COUNTER
+
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="wideml-enc-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / "enc2gb.zarr"
+    t0 = time.perf_counter()
+    if not path.exists():
+        simulate_to_store("enc-normal-noise", path, args.n, args.p, seed=0, feature_chunk=4096)
+    make_s = time.perf_counter() - t0
+    store = wideml.open_store(path)
+    n_chunks = store.X.numblocks[1]
+    print(f"store {path}: {store.n_samples} x {store.n_features} {store.dtype}, {store.nbytes / 1e9:.2f} GB, "
+          f"{n_chunks} chunks (written in {make_s:.1f} s)", flush=True)
+
+    reads = read_pass_yardsticks(path, store, args.repeats)
+    read_pass = reads["read_pass"]
+    print("read pass yardsticks (s): " + ", ".join(f"{k} {v:.2f}" for k, v in reads.items()), flush=True)
+
+    out = {"n": store.n_samples, "p": store.n_features, "bytes": store.nbytes, "n_chunks": n_chunks, "read": reads}
+
+    def timed(label, fn):
+        before = READ_COUNTER[str(store.path)]
+        med, runs = median_time(fn, args.repeats)
+        passes = (READ_COUNTER[str(store.path)] - before) / (n_chunks * args.repeats)
+        ratio = med / read_pass
+        print(f"{label:44s} {med:6.2f} s (runs {', '.join(f'{t:.2f}' for t in runs)}), {passes:.0f} pass(es), "
+              f"{ratio:.2f} x one read pass", flush=True)
+        return {"seconds": med, "runs": runs, "passes": passes, "ratio_to_read_pass": ratio}
+
+    lin_euc = EncoderClassifier(kernels="linear,euclidean")
+    out["fit_linear_euclidean"] = timed("fit, kernels linear+euclidean", lambda: lin_euc.fit(store))
+    out["fit_linear_euclidean"]["selected"] = lin_euc.kernel_
+    lin = EncoderClassifier(kernels="linear")
+    out["fit_linear"] = timed("fit, kernel linear", lambda: lin.fit(store))
+    out["predict_linear"] = timed("predict (linear), same store", lambda: lin.predict(store))
+    out["train_error_linear"] = float((lin.predict(store) != store.y).mean())
+    multi = EncoderClassifier(spearman="approx")
+    out["fit_multi_spearman_approx"] = timed("fit, linear+euclidean+spearman (estimated ranks)", lambda: multi.fit(store))
+    out["fit_multi_spearman_approx"]["selected"] = multi.kernel_
+    out["target"] = "linear/euclidean fit: 1 pass and <= 1.2 x one read pass"
+    out["met"] = bool(out["fit_linear_euclidean"]["passes"] == 1 and out["fit_linear_euclidean"]["ratio_to_read_pass"] <= 1.2)
+    print(f"target met: {out['met']}")
+    res = save("encoder_2gb_store", out)
+    print(f"written {res}")
+    if not args.keep and not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
