@@ -104,8 +104,8 @@ def write_rows_to_store(
     ----------
     out : path-like
     n, p : int
-        Shape of X (``n`` may be an upper bound for ``iter_blocks``; rows it
-        does not yield are dropped, see ``create_kwargs['n_final']``).
+        Shape of X (for ``iter_blocks``, the row count found by a scan; a
+        source yielding more rows is an error).
     dtype : dtype
         Stored dtype of X.
     read_block : callable ``(r0, r1) -> ndarray of shape (r1 - r0, p)``, optional

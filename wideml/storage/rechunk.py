@@ -321,9 +321,4 @@ def rechunk(
     )
 
 
-def describe_plan(stages: Sequence[Stage]) -> str:
-    """One line per stage, for logs and tests."""
-    return "; ".join(f"stage {i + 1}: chunks {s.dst_chunks}, regions {s.region}" for i, s in enumerate(stages))
-
-
 __all__ = ["Stage", "copy_to_store", "plan_copy", "read_factor", "rechunk", "regions", "task_budget", "task_cost"]
