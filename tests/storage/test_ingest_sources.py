@@ -113,6 +113,17 @@ def test_zarr_array_source(tmp_path, fmt, small_xy):
     check(out, X, y)
 
 
+def test_zarr_v2_group_with_labels_array(tmp_path, fmt, small_xy):
+    """The conversion open_store suggests for zarr v2 stores: X from the group, labels from its y array."""
+    X, y = small_xy
+    group = zarr.open_group(str(tmp_path / "old.zarr"), mode="w", zarr_format=2)
+    group.create_array("X", shape=X.shape, chunks=(6, 10), dtype="float32")[:] = X
+    group.create_array("y", shape=y.shape, dtype="int64")[:] = y
+    out = tmp_path / store_name(fmt)
+    ingest(tmp_path / "old.zarr", out, labels=tmp_path / "old.zarr" / "y")
+    check(out, X, y)
+
+
 def _write_csv(path, X, *, header=None, labels=None, ids=None, delimiter=","):
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "wt") as f:

@@ -6,7 +6,7 @@ Sources
 * a ``.npy`` file, memory-mapped (``numpy.load(mmap_mode="r")``);
 * an HDF5 dataset: ``file.h5:/path/to/dataset``, or ``file.h5`` with ``dataset=``
   (``--dataset``), or a file holding a single dataset;
-* a zarr v3 array directory;
+* a zarr array directory (v3 or v2; a v2 group holding ``X`` means that array);
 * a CSV/TSV file (optionally ``.gz``): one row per sample, an optional header,
   optional label and id columns;
 * a folder of per-sample files: one ``.npy`` array or one NIfTI volume
@@ -14,7 +14,7 @@ Sources
   shape is kept as ``feature_shape``.
 
 Labels come from an array, a labels file (CSV/TSV with ``label`` or
-``id,label`` columns, ``.npy``, or ``file.h5:/y``) or a CSV source's label
+``id,label`` columns, ``.npy``, ``file.h5:/y`` or a zarr array directory) or a CSV source's label
 column; ``labels=None`` makes an unlabelled store (for prediction only). For a
 folder, a two-column labels file names the files (or their stems) and so
 chooses the samples and their order.
@@ -97,7 +97,8 @@ def _source_kind(source) -> tuple[str, Any]:
     if dataset is not None:
         return "hdf5", (path, dataset)
     if path.is_dir():
-        return ("zarr" if (path / "zarr.json").is_file() else "folder"), path
+        is_zarr = any((path / name).is_file() for name in ("zarr.json", ".zarray", ".zgroup"))
+        return ("zarr" if is_zarr else "folder"), path
     name = path.name.lower()
     if name.endswith(".npy"):
         return "npy", path

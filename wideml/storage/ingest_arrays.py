@@ -179,25 +179,30 @@ def from_hdf5(path: Path, dataset: str | None) -> ArraySource:
 
 
 def from_zarr_array(path: Path) -> ArraySource:
-    """Open a zarr v3 array directory."""
+    """Open a zarr array directory (v3, or v2 — a v2 group holding ``X`` means that array)."""
+    import zarr
+
     from wideml.storage.reader import ZarrReader
 
+    if (path / "zarr.json").is_file():
+        try:
+            meta = json.loads((path / "zarr.json").read_text())
+        except (OSError, ValueError):
+            raise WidemlError(f"{str(path)!r} has unreadable zarr metadata; the array is corrupt — recreate it.") from None
+        if meta.get("node_type") == "group":
+            if (path / schema.X_NAME / "zarr.json").is_file():
+                raise WidemlError(f"{str(path)!r} is a feature store already; use `wideml rechunk` to copy it with other chunks.")
+            raise WidemlError(f"{str(path)!r} is a zarr group, not an array; pass the path of the array inside it.")
+    elif (path / ".zgroup").is_file():
+        if not (path / schema.X_NAME / ".zarray").is_file():
+            raise WidemlError(f"{str(path)!r} is a zarr v2 group without an array 'X'; pass the path of the array inside it.")
+        path = path / schema.X_NAME
     try:
-        meta = json.loads((path / "zarr.json").read_text())
-    except (OSError, ValueError):
-        raise WidemlError(f"{str(path)!r} has unreadable zarr metadata; the array is corrupt — recreate it.") from None
-    if meta.get("node_type") == "group":
-        if (path / schema.X_NAME / "zarr.json").is_file():
-            raise WidemlError(f"{str(path)!r} is a feature store already; use `wideml rechunk` to copy it with other chunks.")
-        raise WidemlError(f"{str(path)!r} is a zarr group, not an array; pass the path of the array inside it.")
-    shape = meta.get("shape", [])
-    try:
-        import zarr
-
-        dtype = np.dtype(zarr.open_array(str(path), mode="r").dtype)
-    except Exception:  # noqa: BLE001 - string/struct dtypes surface as several errors
-        raise WidemlError(f"zarr array {str(path)!r} has a dtype wideml cannot read as numbers; X must hold real numbers.") from None
-    shape = check_matrix(shape, dtype, f"zarr array {str(path)!r}")
-    grid = meta.get("chunk_grid", {}).get("configuration", {}).get("chunk_shape", shape)
-    reader = ZarrReader(str(path.parent), path.name, shape, dtype, tuple(grid))
-    return ArraySource(reader, shape, dtype, (int(grid[0]), int(grid[1])), False, f"zarr:{path}")
+        arr = zarr.open_array(str(path), mode="r")
+        dtype = np.dtype(arr.dtype)
+    except Exception:  # noqa: BLE001 - corrupt metadata and string/struct dtypes surface as several errors
+        raise WidemlError(f"zarr array {str(path)!r} is unreadable or not numeric; X must be a readable array of real numbers.") from None
+    shape = check_matrix(arr.shape, dtype, f"zarr array {str(path)!r}")
+    chunks = tuple(int(c) for c in arr.chunks)
+    reader = ZarrReader(str(path.parent), path.name, shape, dtype, chunks)
+    return ArraySource(reader, shape, dtype, (chunks[0], chunks[1]), False, f"zarr:{path}")

@@ -5,7 +5,7 @@ order) or two columns (sample id or file name, label); an optional header row
 is recognised by its column names (``label``, ``class``, ``y``, ``id``,
 ``file`` ...) or by a text label above numeric ones. Labels that are all
 integers are stored as integers, anything else as strings. Labels may also
-come from a ``.npy`` file or an HDF5 dataset (``file.h5:/y``).
+come from a ``.npy`` file, an HDF5 dataset (``file.h5:/y``) or a zarr array directory.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def read_labels_file(path: str | os.PathLike, delimiter: str | None = None) -> t
 
 
 def read_labels(spec, delimiter: str | None = None) -> tuple[np.ndarray | None, np.ndarray]:
-    """Labels from an array-like, a CSV/TSV file, a ``.npy`` file or ``file.h5:/dataset``.
+    """Labels from an array-like, a CSV/TSV file, a ``.npy`` file, ``file.h5:/dataset`` or a zarr array directory.
 
     Returns
     -------
@@ -136,6 +136,15 @@ def read_labels(spec, delimiter: str | None = None) -> tuple[np.ndarray | None, 
             if dataset.lstrip("/") not in handle:
                 raise WidemlError(f"{str(path)!r} has no dataset {dataset!r} for the labels; check the name.")
             return None, coerce_labels_array(handle[dataset.lstrip("/")][()])
+    if path.is_dir():
+        import zarr
+
+        try:
+            return None, coerce_labels_array(zarr.open_array(str(path), mode="r")[...])
+        except WidemlError:
+            raise
+        except Exception:  # noqa: BLE001 - not a zarr array, or a corrupt one
+            raise WidemlError(f"labels path {str(path)!r} is a folder but not a zarr array; give a CSV, .npy or zarr array of labels.") from None
     if path.suffix.lower() == ".npy":
         if not path.is_file():
             raise WidemlError(f"labels file {str(path)!r} does not exist; check the path.")
