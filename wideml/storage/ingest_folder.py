@@ -96,7 +96,7 @@ def probe(path: Path, kind: str) -> tuple[tuple[int, ...], np.dtype]:
     try:
         img = nib.load(str(path))
         scaled = img.dataobj.slope != 1 or img.dataobj.inter != 0
-        dtype = np.dtype(np.float64) if scaled else np.dtype(img.get_data_dtype())
+        dtype = np.dtype(np.float32) if scaled else np.dtype(img.get_data_dtype())  # scaled integers: float32 is plenty
         return tuple(int(s) for s in img.shape), dtype
     except Exception as exc:  # noqa: BLE001
         raise WidemlError(f"cannot read NIfTI volume {str(path)!r} ({type(exc).__name__}); check the file.") from None
