@@ -151,7 +151,7 @@ def test_bad_input(iris_split):
         KPCATrick(selection="best").fit(Xtr, ytr)
     with pytest.raises(WidemlError, match="learner 'svm'"):
         KPCATrick(learner="svm").fit(Xtr, ytr)
-    with pytest.raises(WidemlError, match="labels but X has"):
+    with pytest.raises(WidemlError, match="entries but X has"):
         KPCATrick().fit(Xtr, ytr[:-1])
     with pytest.raises(WidemlError, match="features"):
         KPCATrick(learner="dne").fit(Xtr, ytr).predict(Xtr[:, :3])
@@ -161,3 +161,11 @@ def test_learner_estimators_api(iris_split):
     Xtr, ytr, _, _ = iris_split
     assert LMNN(max_iter=5).fit(Xtr, ytr).components_.shape == (4, 4)
     assert DNE(n_components=2).fit(Xtr, ytr).transform(Xtr).shape == (60, 2)
+
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+
+@parametrize_with_checks([KPCATrick(learner="dne"), KernelPCA(n_components=2), KernelLOL(2), LMNN(max_iter=5), DNE()])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)

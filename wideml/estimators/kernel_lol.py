@@ -12,14 +12,13 @@ linear LOL (same embedding up to rotation).
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
 from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.kpca import DEFAULT_TOL
 from wideml.algebra.lol import lol_projection
-from wideml.estimators.kpca import KernelBasis, TrainingData, choose_landmarks, fit_basis, make_kernel, new_products, training_products
-from wideml.estimators.kpca_trick import _labels
+from wideml.estimators.kpca import KernelBasis, TrainingData, choose_landmarks, fit_basis, make_kernel, new_products, training_input, training_products
 from wideml.exceptions import WidemlError
 
 
@@ -31,7 +30,7 @@ def _classifier(name: str):
     raise WidemlError(f"classifier {name!r} is not 'lda' or 'qda'; pick one of them.")
 
 
-class KernelLOL(ClassifierMixin, BaseEstimator):
+class KernelLOL(ClassifierMixin, TransformerMixin, BaseEstimator):
     """LOL in a kernel's feature space, then LDA (or QDA), from one Gram pass.
 
     Parameters
@@ -89,11 +88,8 @@ class KernelLOL(ClassifierMixin, BaseEstimator):
             raise WidemlError(f"Kernel LOL supports first_moment='mean' only, got {self.first_moment!r}; class medians are not defined in feature space.")
         _classifier(self.classifier)
         kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
-        self.classes_, codes = _labels(y)
-        self.training_ = TrainingData.from_input(X)
+        self.training_, codes, self.classes_ = training_input(X, y)
         Xd = self.training_.array()
-        if Xd.shape[0] != len(codes):
-            raise WidemlError(f"y has {len(codes)} labels but X has {Xd.shape[0]} samples; give exactly one label per sample.")
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(Xd.shape[0], int(self.n_landmarks), codes, self.random_state)
         products = training_products(Xd, self.landmarks_)
         self.basis_, F = fit_basis(kernel, products, self.kpca_components, self.tol)
@@ -107,18 +103,29 @@ class KernelLOL(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = int(Xd.shape[1])
         return self
 
+    def fit_transform(self, X, y) -> np.ndarray:
+        """Fit and return the training samples' embedding (n x d); one pass over X."""
+        return self.fit(X, y).embedding_
+
     def transform(self, X) -> np.ndarray:
         """LOL embedding (m x d) of new samples; one pass over X and the training data together."""
         check_is_fitted(self, "components_")
-        return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_)) @ self.components_.T
+        return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_, type(self).__name__)) @ self.components_.T
 
     def predict(self, X) -> np.ndarray:
         """Class labels; one pass over X and the training data together."""
+        check_is_fitted(self, "components_")
         return self.classes_[self.classifier_.predict(self.transform(X))]
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities (m x n_classes); one pass over X and the training data together."""
+        check_is_fitted(self, "components_")
         return self.classifier_.predict_proba(self.transform(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
 
     def _model_state(self):
         st, arrays = self.basis_.state()

@@ -106,6 +106,40 @@ class TrainingData:
         return cls(as_dask_array(arrays["X_train"]), None, tuple(state["shape"]))
 
 
+def training_input(X, y=None, *, supervised: bool = True):
+    """Validate training input; returns (TrainingData, codes, classes) — codes/classes None if unsupervised.
+
+    The training store's path is taken from the input as given (before any
+    rechunking), so a model fitted on ``store.X`` can find its store again.
+    """
+    from sklearn.utils.multiclass import check_classification_targets
+
+    from wideml.estimators._input import _numpy_input, fit_input, regular_feature_chunks
+    from wideml.storage.featurestore import FeatureStore
+
+    path = None
+    if isinstance(X, FeatureStore):
+        path = str(Path(X.path).resolve())
+    elif isinstance(X, da.Array):
+        reader = _store_reader(X)
+        path = str(Path(reader.path).resolve()) if reader is not None else None
+    if supervised:
+        if y is not None and not isinstance(X, FeatureStore):
+            check_classification_targets(y)
+        fi = fit_input(X, y)
+        return TrainingData(fi.X, path, fi.X.shape), fi.codes, fi.classes
+    if isinstance(X, FeatureStore):
+        Xd = X.X
+    elif isinstance(X, da.Array) or type(X).__module__.startswith(("zarr", "h5py")):
+        Xd = as_dask_array(X)
+    else:
+        Xd = as_dask_array(_numpy_input(X))
+    if Xd.ndim != 2:
+        raise WidemlError(f"X must be 2-D (n_samples, n_features), got shape {Xd.shape}; reshape it.")
+    Xd = regular_feature_chunks(Xd)
+    return TrainingData(Xd, path, Xd.shape), None, None
+
+
 # --------------------------------------------------------------------------- one-pass products
 
 
@@ -148,14 +182,11 @@ def training_products(X: da.Array, landmarks: np.ndarray | None = None) -> Produ
     return Products(cross.raw_cross(), cross.sq_distances(), int(X.shape[1]), np.asarray(landmarks))
 
 
-def new_products(X_new, training: TrainingData, landmarks: np.ndarray | None) -> Products:
+def new_products(X_new, training: TrainingData, landmarks: np.ndarray | None, name: str = "the model") -> Products:
     """One pass over new data and the training data together: their cross products (m x n_ref)."""
-    Xn = as_dask_array(X_new)
-    if Xn.ndim != 2 or Xn.shape[1] != training.shape[1]:
-        raise WidemlError(
-            f"X has {Xn.shape[1] if Xn.ndim == 2 else Xn.shape} features but the model was fitted on {training.shape[1]}; "
-            "give samples with the training features."
-        )
+    from wideml.estimators._input import predict_input
+
+    Xn = predict_input(X_new, training.shape[1], name)
     (cross,) = compute(cross_gram_pass(Xn, training.array(), ref_rows=landmarks), label="cross-Gram pass")
     return Products(cross.raw_cross(), cross.sq_distances(), int(Xn.shape[1]), None)
 
@@ -296,7 +327,7 @@ class KernelPCA(TransformerMixin, BaseEstimator):
 
     def _fit(self, X, y):
         kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
-        self.training_ = TrainingData.from_input(X)
+        self.training_, _, _ = training_input(X, supervised=False)
         Xd = self.training_.array()
         n = Xd.shape[0]
         codes = None
@@ -314,7 +345,7 @@ class KernelPCA(TransformerMixin, BaseEstimator):
     def transform(self, X) -> np.ndarray:
         """Coordinates (m x r) of new samples; one pass over X and the training data together."""
         check_is_fitted(self, "basis_")
-        return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_))
+        return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_, type(self).__name__))
 
     def _model_state(self):
         st, arrays = self.basis_.state()
@@ -339,4 +370,4 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         return est
 
 
-__all__ = ["KernelBasis", "KernelPCA", "Products", "TrainingData", "choose_landmarks", "fit_basis", "new_products", "training_products"]
+__all__ = ["KernelBasis", "KernelPCA", "Products", "TrainingData", "choose_landmarks", "fit_basis", "new_products", "training_input", "training_products"]

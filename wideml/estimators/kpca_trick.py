@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.neighbors import KNeighborsClassifier, NeighborhoodComponentsAnalysis
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from wideml.algebra.kernel_selection import alignment_weights, cv_select, stratified_folds
 from wideml.algebra.kernels import PAPER_SIGMAS, CombinedKernel, rbf_family
@@ -27,7 +28,7 @@ from wideml.algebra.kpca import DEFAULT_TOL, fit_kpca
 from wideml.algebra.metric.dne import fit_dne
 from wideml.algebra.metric.lmnn import fit_lmnn
 from wideml.estimators.kpca import (KernelBasis, Products, TrainingData, choose_landmarks, fit_basis, make_kernel,
-                                    new_products, training_products)
+                                    new_products, training_input, training_products)
 from wideml.exceptions import WidemlError
 
 LEARNERS = ("nca", "lmnn", "dne", "none")
@@ -38,12 +39,13 @@ SELECTIONS = ("fixed", "cv", "alignment", "sum")
 
 
 def _labels(y) -> tuple[np.ndarray, np.ndarray]:
+    check_classification_targets(y)
     y = np.asarray(y)
     if y.ndim != 1:
         raise WidemlError(f"y must be 1-D (one label per sample), got shape {y.shape}; flatten it.")
     classes, codes = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise WidemlError(f"y has a single class ({classes[0]!r}); metric learning needs at least 2 classes.")
+        raise WidemlError(f"y has only 1 class ({classes[0]!r}); metric learning needs at least 2 classes.")
     return classes, codes.ravel()
 
 
@@ -81,18 +83,17 @@ class LMNN(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y, target_sq_dist: np.ndarray | None = None) -> "LMNN":
         """Learn L from X (n x D, in memory) and labels; ``target_sq_dist`` (n x n) picks the target neighbours."""
-        X = np.asarray(X, dtype=np.float64)
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
         self.classes_, codes = _labels(y)
         L, info = fit_lmnn(X, codes, n_neighbors=self.n_neighbors, c=self.c, n_components=self.n_components, init=self.init,
                            max_iter=self.max_iter, tol=self.tol, target_sq_dist=target_sq_dist)
         self.components_ = L
         self.n_iter_, self.loss_, self.n_active_ = info["n_iter"], info["loss"], info["n_active"]
-        self.n_features_in_ = X.shape[1]
         return self
 
     def transform(self, X) -> np.ndarray:
         check_is_fitted(self, "components_")
-        return np.asarray(X, dtype=np.float64) @ self.components_.T
+        return validate_data(self, X, reset=False, dtype=np.float64) @ self.components_.T
 
 
 class DNE(TransformerMixin, BaseEstimator):
@@ -117,16 +118,15 @@ class DNE(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y, target_sq_dist: np.ndarray | None = None) -> "DNE":
         """Learn A from X (n x D, in memory) and labels; ``target_sq_dist`` (n x n) builds the neighbour graph."""
-        X = np.asarray(X, dtype=np.float64)
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
         self.classes_, codes = _labels(y)
         self.components_, self.eigenvalues_ = fit_dne(X, codes, n_neighbors=self.n_neighbors, n_components=self.n_components,
                                                       target_sq_dist=target_sq_dist)
-        self.n_features_in_ = X.shape[1]
         return self
 
     def transform(self, X) -> np.ndarray:
         check_is_fitted(self, "components_")
-        return np.asarray(X, dtype=np.float64) @ self.components_.T
+        return validate_data(self, X, reset=False, dtype=np.float64) @ self.components_.T
 
 
 def make_learner(name, params: dict | None = None, random_state=0):
@@ -164,7 +164,7 @@ def fit_learner(learner, F: np.ndarray, codes: np.ndarray, target_sq_dist: np.nd
 # --------------------------------------------------------------------------- the KPCA trick
 
 
-class KPCATrick(ClassifierMixin, BaseEstimator):
+class KPCATrick(ClassifierMixin, TransformerMixin, BaseEstimator):
     """Kernelised metric learning by the KPCA trick, with 1-NN under the learned metric.
 
     Parameters
@@ -308,11 +308,8 @@ class KPCATrick(ClassifierMixin, BaseEstimator):
     def fit(self, X, y) -> "KPCATrick":
         """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels y; one pass over X."""
         self._check_params()
-        self.classes_, codes = _labels(y)
-        self.training_ = TrainingData.from_input(X)
+        self.training_, codes, self.classes_ = training_input(X, y)
         Xd = self.training_.array()
-        if Xd.shape[0] != len(codes):
-            raise WidemlError(f"y has {len(codes)} labels but X has {Xd.shape[0]} samples; give exactly one label per sample.")
         n = Xd.shape[0]
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
         products = training_products(Xd, self.landmarks_)
@@ -334,18 +331,29 @@ class KPCATrick(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = int(Xd.shape[1])
         return self
 
+    def fit_transform(self, X, y) -> np.ndarray:
+        """Fit and return the training samples in the learned metric (n x d); one pass over X."""
+        return self.fit(X, y).embedding_
+
     def transform(self, X) -> np.ndarray:
         """New samples in the learned metric (m x d); one pass over X and the training data together."""
         check_is_fitted(self, "components_")
-        return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_)) @ self.components_.T
+        return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_, type(self).__name__)) @ self.components_.T
 
     def predict(self, X) -> np.ndarray:
         """k-NN labels (1-NN by default) under the learned metric; one pass over X and the training data."""
+        check_is_fitted(self, "components_")
         return self.classes_[self.nn_.predict(self.transform(X))]
 
     def predict_proba(self, X) -> np.ndarray:
         """k-NN class frequencies (m x n_classes); one pass over X and the training data."""
+        check_is_fitted(self, "components_")
         return self.nn_.predict_proba(self.transform(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
 
     # ---- model store
 
