@@ -3,6 +3,8 @@
 __version__ = "0.1.0"
 
 from wideml.storage import create_store, open_store, write_store  # noqa: E402
+from wideml.storage.ingest import ingest  # noqa: E402
+from wideml.storage.rechunk import rechunk  # noqa: E402
 from wideml.storage.model import load_model, save_model  # noqa: E402
 from wideml.estimators import LFL, LOL, PCA, RRLDA, EmbeddingClassifier, cross_validate_dims  # noqa: E402
 
@@ -15,8 +17,10 @@ __all__ = [
     "__version__",
     "create_store",
     "cross_validate_dims",
+    "ingest",
     "load_model",
     "open_store",
+    "rechunk",
     "save_model",
     "write_store",
 ]

@@ -35,7 +35,17 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
     from wideml.runtime.config import config_value
 
     spec = str(spec or config_value("scheduler")).strip()
-    if spec in ("threads", "processes", "sync", "synchronous"):
+    if spec == "processes":
+        # one worker pool for the whole block (dask would otherwise start a new pool per compute)
+        import multiprocessing
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")) as pool, \
+                dask.config.set(scheduler="processes", pool=pool):
+            yield spec
+        return
+    if spec in ("threads", "sync", "synchronous"):
         name = "synchronous" if spec.startswith("sync") else spec
         with dask.config.set(scheduler=name):
             yield spec
@@ -56,7 +66,7 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
         from distributed import Client
 
         try:
-            client = Client(spec, timeout="5s")
+            client = Client(spec, timeout="3s")
         except (OSError, TimeoutError):
             raise ConfigError(
                 f"cannot reach a dask scheduler at {spec}; start one with 'dask scheduler' and 'dask worker {spec}', "

@@ -146,10 +146,7 @@ def copy_stage(reader, target, shape, region, dtype, *, label: str, local: bool)
 
 def writer_target(writer):
     """What copy tasks write into: the zarr X path of a writer (any process), or its h5py dataset (local only)."""
-    # The writer's temporary path is where the store lives until it is closed.
-    if writer.format == "zarr":
-        return str(Path(writer._tmp) / schema.X_NAME)
-    return writer._x
+    return writer.x_target()
 
 
 def choose_feature_chunk(n: int, p: int, itemsize: int, rows: int, budget: int, feature_chunk: int | None) -> int:

@@ -77,6 +77,12 @@ class StoreWriter:
         r1, c1 = sample_start + block.shape[0], feature_start + block.shape[1]
         self._x[sample_start:r1, feature_start:c1] = block
 
+    def x_target(self):
+        """Where parallel copy tasks write X: the zarr array's path (usable from any process), or the h5py dataset (local only)."""
+        if self.format == "zarr":
+            return str(Path(self._tmp) / schema.X_NAME)
+        return self._x
+
     def close(self) -> None:
         if self.format == "hdf5":
             self._handle.close()
