@@ -105,6 +105,26 @@ def test_linear_kernel_reproduces_linear_dne(iris_split):
     np.testing.assert_array_equal(model.predict(Xte), nn.predict((Xte - mu) @ A.T))
 
 
+def test_linear_kernel_reproduces_sklearn_nca(iris_split):
+    from sklearn.neighbors import NeighborhoodComponentsAnalysis
+
+    Xtr, ytr, Xte, _ = iris_split
+    params = {"init": "identity", "max_iter": 20}
+    model = KPCATrick(learner="nca", kernel="linear", learner_params=params).fit(Xtr, ytr)
+    mu = Xtr.mean(0)
+    nca = NeighborhoodComponentsAnalysis(random_state=0, **params).fit(Xtr - mu, ytr)
+    np.testing.assert_allclose(pairwise_sq_dist(model.embedding_), pairwise_sq_dist(nca.transform(Xtr - mu)), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(pairwise_sq_dist(model.transform(Xte)), pairwise_sq_dist(nca.transform(Xte - mu)), rtol=1e-5, atol=1e-7)
+
+
+def test_poly_kernel_matches_sklearn(iris_split):
+    Xtr, _, Xte, _ = iris_split
+    est = KernelPCA(n_components=4, kernel="poly", degree=3, coef0=0.5).fit(Xtr)
+    sk = SkKernelPCA(n_components=4, kernel="poly", degree=3, coef0=0.5, gamma=1 / 4).fit(Xtr)
+    signs = np.sign(np.sum(sk.transform(Xtr) * est.embedding_, axis=0))
+    np.testing.assert_allclose(est.transform(Xte) * signs, sk.transform(Xte), atol=1e-8)
+
+
 def test_kernel_lol_linear_is_lol(iris_split):
     Xtr, ytr, Xte, _ = iris_split
     model = KernelLOL(n_components=3, kernel="linear").fit(Xtr, ytr)
