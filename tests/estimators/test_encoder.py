@@ -149,7 +149,7 @@ def test_new_store_with_another_feature_count(xy, tmp_path):
     X, y = xy
     write_store(tmp_path / "other.zarr", X[:, :100], y)
     est = EncoderClassifier(kernels="linear").fit(X, y)
-    with pytest.raises(WidemlError, match=r"^X has 100 features, but the encoder is expecting 120 features as input; .*\.$"):
+    with pytest.raises(WidemlError, match=r"^X has 100 features, but EncoderClassifier is expecting 120 features as input; .*\.$"):
         est.predict(open_store(tmp_path / "other.zarr"))
 
 
@@ -169,3 +169,15 @@ def test_yale_slice_switches_to_spearman():
     res = cross_validate_encoder(X[keep], y[keep], cv=3)  # the paper's selection rule
     assert set(res["selected_kernels"]) == {"spearman"}
     assert res["mean_error"] < np.mean(res["kernel_errors"]["linear"])
+
+
+@pytest.mark.parametrize("est", [EncoderClassifier(), EncoderClassifier(form="full")], ids=["fast", "full"])
+def test_sklearn_compatible(est):
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        failed = [r for r in check_estimator(est, on_fail=None) if r["status"] == "failed"]
+    assert not failed, [(r["check_name"], str(r["exception"])[:200]) for r in failed]

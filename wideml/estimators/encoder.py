@@ -78,7 +78,7 @@ from collections.abc import Sequence
 
 import dask.array as da
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
@@ -133,7 +133,7 @@ def _memory_input(X, n_features: int | None):
         return None
     Xm = _numpy_input(X, min_samples=1 if n_features is not None else 2)
     if n_features is not None and Xm.shape[1] != n_features:
-        raise WidemlError(f"X has {Xm.shape[1]} features, but the encoder is expecting {n_features} features as input; "
+        raise WidemlError(f"X has {Xm.shape[1]} features, but EncoderClassifier is expecting {n_features} features as input; "
                           "give data with the training features in the same order.")
     return Xm
 
@@ -142,6 +142,10 @@ def _fit_data(X, y) -> FitInput:
     """Validated training input; numpy-like X stays a plain array (``X`` is None: no dask view is built)."""
     import dataclasses
 
+    from sklearn.utils.multiclass import check_classification_targets
+
+    if y is not None:
+        check_classification_targets(np.asarray(y) if not isinstance(y, np.ndarray) else y)
     Xm = _memory_input(X, None)
     if Xm is None:
         return fit_input(X, y)
@@ -185,9 +189,18 @@ def _lazy(Xd, Xmem):
 
 
 def _lda(Z: np.ndarray, codes: np.ndarray) -> LinearDiscriminantAnalysis:
+    """scikit-learn's LDA (SVD solver, empirical priors) on the embedding.
+
+    An embedding with no within-class spread at all (e.g. Spearman with a single
+    feature) leaves the SVD solver nothing to whiten; the least-squares solver
+    then gives the prior-only classifier.
+    """
     with warnings.catch_warnings(), _one_blas_thread():
         warnings.simplefilter("ignore")
-        return LinearDiscriminantAnalysis().fit(Z, codes)
+        try:
+            return LinearDiscriminantAnalysis().fit(Z, codes)
+        except (IndexError, np.linalg.LinAlgError):
+            return LinearDiscriminantAnalysis(solver="lsqr").fit(Z, codes)
 
 
 def _proba(lda: LinearDiscriminantAnalysis, Z: np.ndarray) -> np.ndarray:
@@ -417,7 +430,7 @@ def _baseline(est) -> str | None:
 # ======================================================================================
 # the estimator
 # ======================================================================================
-class EncoderClassifier(ClassifierMixin, BaseEstimator):
+class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     """Multi-kernel encoder embedding to the class means, followed by LDA.
 
     Parameters
@@ -622,6 +635,10 @@ class EncoderClassifier(ClassifierMixin, BaseEstimator):
         self._group = None
         self._train_X = Xd
 
+    def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
+        """Fit, then return the training embedding ``embedding_`` (no extra pass)."""
+        return self.fit(X, y).embedding_
+
     # -- embedding of new data ------------------------------------------------------------
     def transform(self, X) -> np.ndarray:
         """Encoder embedding of X with the selected kernel.
@@ -642,7 +659,7 @@ class EncoderClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "classifier_")
         Xmem = _memory_input(X, self.n_features_in_)
-        Xd = predict_input(X, self.n_features_in_, "the encoder") if Xmem is None else None
+        Xd = predict_input(X, self.n_features_in_, "EncoderClassifier") if Xmem is None else None
         if self.form == "full" and not (self.kernel_ == "linear" and self.class_means_ is not None):
             return self._transform_full(Xd if Xmem is None else da.from_array(Xmem, chunks=(Xmem.shape[0], self.feature_chunk_)))
         m, p = (Xmem if Xmem is not None else Xd).shape
@@ -697,15 +714,18 @@ class EncoderClassifier(ClassifierMixin, BaseEstimator):
     # -- classification --------------------------------------------------------------------
     def predict_proba(self, X) -> np.ndarray:
         """Posterior class probabilities from the LDA, shape (m, n_classes); passes as :meth:`transform`."""
-        return _proba(self.classifier_, self.transform(X))
+        Z = self.transform(X)
+        return _proba(self.classifier_, Z)
 
     def predict(self, X) -> np.ndarray:
         """Predicted labels, shape (m,); passes as :meth:`transform`."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def decision_function(self, X) -> np.ndarray:
         """The LDA's decision values on the embedding; passes as :meth:`transform`."""
-        return self.classifier_.decision_function(self.transform(X))
+        Z = self.transform(X)
+        return self.classifier_.decision_function(Z)
 
     def score(self, X, y=None, sample_weight=None) -> float:
         """Mean accuracy on (X, y); labels absent from training are an error. One pass as :meth:`predict`."""

@@ -287,6 +287,7 @@ def spearman_sketch_pass(
 # --------------------------------------------------------------------------------------
 def _exact_block(rows, S, U, loo, *stripes):
     x = np.concatenate([np.asarray(s) for s in stripes], axis=1).astype(np.float64, copy=False)
+    check_finite(x, 0)
     R = row_ranks(x)
     r_sum, r_sq = rank_sums(R)
     out = {"rank_cross": R @ S.T, "r_sum": r_sum, "r_sq": r_sq}
@@ -423,9 +424,10 @@ def _sketch_finish(total):
 # --------------------------------------------------------------------------------------
 # full-kernel form
 # --------------------------------------------------------------------------------------
-def _cross_chunk(a, b):
+def _cross_chunk(a, b, offset):
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
+    check_finite(a, int(offset))
     return {"gram": a @ b.T, "a_sq": np.square(a).sum(axis=1), "b_sq": np.square(b).sum(axis=1)}
 
 
@@ -434,14 +436,15 @@ def cross_gram_pass(X_new: da.Array, X_train: da.Array):
 
     The training array is re-chunked to X_new's feature chunks when they differ.
     """
-    a_stripes, _ = feature_stripes(X_new)
+    a_stripes, offsets = feature_stripes(X_new)
     b_stripes, _ = feature_stripes(X_train.rechunk((X_train.shape[0], X_new.chunks[1])))
     task = dask.delayed(_cross_chunk, pure=True)
-    return tree_reduce([task(a, b) for a, b in zip(a_stripes, b_stripes)], _sum_parts)
+    return tree_reduce([task(a, b, int(o)) for a, b, o in zip(a_stripes, b_stripes, offsets)], _sum_parts)
 
 
 def _rank_gram(na, same, *stripes):
     x = np.concatenate([np.asarray(s) for s in stripes], axis=1).astype(np.float64, copy=False)
+    check_finite(x, 0)
     R = row_ranks(x)
     Ra = R[:na]
     Rb = Ra if same else R[na:]
