@@ -5,7 +5,7 @@ fresh Python process runs ``wideml.sims.simulate_to_store`` for n samples x 10^8
 features (float32, n = 4: 1.6 GB) into a temporary directory and reports its peak
 RSS (``VmHWM`` of the child, which must stay under 2 GiB), the wall time and the write
 rate; the store is then checked (shape, labels, one chunk against the lazy
-array) and deleted. A second, smaller run (p = 10^6) in the same way shows that
+array) and deleted. A second, smaller run (p = 10^7) in the same way shows that
 the peak RSS does not grow with p.
 
 Usage: python benchmarks/sims_p1e8_memory.py [--n 4] [--p 100000000] [--settings trunk rotated-trunk] [--workdir DIR]
@@ -104,7 +104,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=4)
     ap.add_argument("--p", type=int, default=100_000_000)
-    ap.add_argument("--small-p", type=int, default=1_000_000, help="the p of the comparison run")
+    ap.add_argument("--small-p", type=int, default=10_000_000, help="the p of the comparison run (several chunks, like p)")
     ap.add_argument("--settings", nargs="+", default=["trunk", "rotated-trunk"])
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args()
@@ -118,7 +118,7 @@ def main() -> None:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result = {
-        "description": "simulate_to_store at p = 1e8 (and a 1e6 comparison) in a fresh process each; peak RSS must stay under 2 GiB",
+        "description": "simulate_to_store at p = 1e8 (and a 1e7 comparison) in a fresh process each; peak RSS must stay under 2 GiB",
         "limit_bytes": LIMIT_BYTES,
         "all_under_limit": all(r["under_2GiB"] for r in runs),
         "runs": runs,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from wideml.sims import SETTINGS, simulate
+from wideml.sims.generate import _params_key, generate_block
 from wideml.sims.rng import TILE
 
 P = 2 * TILE + 52  # three generation tiles, the last one partial
@@ -57,3 +58,20 @@ def test_more_samples_keep_the_first_rows():
     small, ys = simulate("trunk", 10, 50, seed=0)
     np.testing.assert_array_equal(small.compute(), big.compute()[:10])
     np.testing.assert_array_equal(ys, yb[:10])
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+def test_any_range_of_a_1e8_feature_data_set(name):
+    """Any feature range of p = 10^8 is generated from its global indices alone (no p-sized state)."""
+    p, n = 10**8, 6
+    setting = SETTINGS[name]
+    key = _params_key(setting.resolve_params({}))
+
+    def block(start, stop):
+        return generate_block(name, n, p, 0, key, start, stop, "f8")
+
+    last = block(p - 3000, p)
+    assert last.shape == (n, 3000) and np.all(np.isfinite(last))
+    np.testing.assert_array_equal(last[:, -1000:], block(p - 1000, p))
+    mid = 5 * 10**7  # a tile boundary: compare a straddling range with two pieces
+    np.testing.assert_array_equal(block(mid - 10, mid + 10), np.hstack([block(mid - 10, mid - 3), block(mid - 3, mid + 10)]))

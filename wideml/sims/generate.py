@@ -218,7 +218,7 @@ def _write_all(writer, name: str, n: int, p: int, seed: int, key: str, dt: np.dt
             ref=_WriterRef(writer), width=width, **kwargs,
         )
         in_process = dask.config.get("scheduler", None) not in ("processes", "multiprocessing")
-        with contextlib.nullcontext() if in_process else dask.config.set(scheduler="threads"):
+        with contextlib.nullcontext() if in_process else dask.config.set(scheduler="threads", pool=None):
             (total,) = compute(written.sum(), label=label)
         if int(total) != p:  # pragma: no cover - a bug, not a user error
             raise RuntimeError(f"wrote {total} of {p} features")
