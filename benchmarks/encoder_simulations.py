@@ -138,6 +138,8 @@ def plot(summary, grid, path_err, path_time):
                     sd = np.array(summary[s][m]["error_sd"])
                     ax.fill_between(grid, mean - sd, mean + sd, alpha=0.15)
             ax.set_title(s)
+            if key == "error":
+                ax.axhline(0.8, color="gray", lw=0.8, ls="--", label="chance (K = 5)")
             if key == "time":
                 ax.set_yscale("log")
             else:

@@ -452,8 +452,9 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         then needs the training data again (a pass over it), so a full-form
         model saved to disk must have been trained on a store.
     spearman : {"auto", "exact", "approx"}, default "auto"
-    sketch_size : int, default 16384
-        Features sampled per row by the approximate rank estimator.
+    sketch_size : int, default 4096
+        Features sampled per row by the approximate rank estimator (memory
+        8 * n_samples * sketch_size bytes; rank error ~ 1/sqrt(sketch_size)).
     precision : {"auto", "float64", "float32"}, default "auto"
         Arithmetic of each chunk's products (auto: float32 for float32 X).
     random_state : int, default 0
@@ -487,7 +488,7 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, kernels=("linear", "euclidean", "spearman"), selection="cross_entropy", baseline="linear",
-                 switch_threshold=0.3, form="fast", spearman="auto", sketch_size=16384, precision="auto", random_state=0,
+                 switch_threshold=0.3, form="fast", spearman="auto", sketch_size=4096, precision="auto", random_state=0,
                  workdir=None):
         self.kernels = kernels
         self.selection = selection
@@ -860,7 +861,7 @@ def cross_validate_encoder(
     baseline: str | None = "linear",
     switch_threshold: float = 0.3,
     spearman: str = "auto",
-    sketch_size: int = 16384,
+    sketch_size: int = 4096,
     precision: str = "auto",
     random_state: int | None = 0,
 ) -> dict:
