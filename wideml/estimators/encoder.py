@@ -662,7 +662,9 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         Xmem = _memory_input(X, self.n_features_in_)
         Xd = predict_input(X, self.n_features_in_, "EncoderClassifier") if Xmem is None else None
         if self.form == "full" and not (self.kernel_ == "linear" and self.class_means_ is not None):
-            return self._transform_full(Xd if Xmem is None else da.from_array(Xmem, chunks=(Xmem.shape[0], self.feature_chunk_)))
+            from wideml.passes.blocks import as_dask_array
+
+            return self._transform_full(Xd if Xmem is None else as_dask_array(Xmem))
         m, p = (Xmem if Xmem is not None else Xd).shape
         label = "EncoderClassifier: new data"
         if self.kernel_ in ("linear", "euclidean"):
