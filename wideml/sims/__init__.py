@@ -5,7 +5,7 @@ values for a seed do not depend on the chunking: randomness is keyed on
 (seed, setting, global feature tile) — see :mod:`wideml.sims.rng`.
 
 >>> from wideml.sims import simulate, simulate_to_store, SETTINGS
->>> X, y = simulate("trunk", n_samples=100, n_features=1000, seed=0)   # lazy dask array, labels
+>>> X, y = simulate("trunk", n_samples=100, n_features=1000, seed=0)   # doctest: +SKIP
 >>> simulate_to_store("trunk", "t.zarr", 200, 100_000, seed=0)         # doctest: +SKIP
 """
 
