@@ -181,3 +181,27 @@ def test_sklearn_compatible(est):
         warnings.simplefilter("ignore")
         failed = [r for r in check_estimator(est, on_fail=None) if r["status"] == "failed"]
     assert not failed, [(r["check_name"], str(r["exception"])[:200]) for r in failed]
+
+
+def test_full_form_models_predict_from_their_training_store(xy, stores, tmp_path):
+    X, y = xy
+    est = EncoderClassifier(kernels="euclidean,spearman", form="full").fit(open_store(stores[0]))
+    save_model(est, tmp_path / "full.zarr")
+    np.testing.assert_allclose(load_model(tmp_path / "full.zarr").predict_proba(X[:7]), est.predict_proba(X[:7]), atol=1e-12)
+    in_memory = EncoderClassifier(kernels="euclidean", form="full").fit(X, y)
+    with pytest.raises(WidemlError, match=r"^a full-kernel encoder predicts from its training data, .*\.$"):
+        save_model(in_memory, tmp_path / "nope.zarr")
+
+
+@pytest.mark.parametrize("kernel", ["euclidean", "spearman"])
+def test_full_form_is_the_kernel_matrix_times_w(kernel, xy):
+    X, y = xy
+    if kernel == "euclidean":
+        D = np.linalg.norm(X[:, None] - X[None], axis=2)
+        A = D.max() - D
+    else:
+        A = np.corrcoef(scipy.stats.rankdata(X, axis=1))
+    W = np.eye(K)[y] / np.bincount(y)
+    est = EncoderClassifier(kernels=kernel, form="full").fit(X, y)
+    np.testing.assert_allclose(est.embedding_, A @ W, atol=1e-9)
+    np.testing.assert_allclose(est.transform(X[:5]), A[:5] @ W, atol=1e-9)
