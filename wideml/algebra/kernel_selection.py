@@ -33,7 +33,7 @@ def ideal_kernel_inner(K: np.ndarray, codes: np.ndarray, n_classes: int) -> floa
         raise WidemlError("kernel alignment needs at least 2 classes in the training labels; give labelled data from several classes.")
     onehot = np.zeros((K.shape[0], p))
     onehot[np.arange(K.shape[0]), codes] = 1.0
-    block = np.einsum("ic,ij,jc->", onehot, K, onehot)
+    block = float(np.sum((K @ onehot) * onehot))
     return float(p / (p - 1) * block - K.sum() / (p - 1))
 
 
@@ -68,15 +68,18 @@ def alignment_weights(kernels: Sequence[np.ndarray], codes: np.ndarray, n_classe
     m = len(kernels)
     if m == 0:
         raise WidemlError("kernel alignment got no base kernels; pass at least one.")
-    norms = np.array([np.linalg.norm(K) for K in kernels])
-    if np.any(norms <= 0) or not np.all(np.isfinite(norms)):
+    S = np.zeros((m, m))
+    n = kernels[0].shape[0]
+    step = max(1, (1 << 22) // max(n * m, 1))  # rows per block: a slab of <= 4M entries (32 MB) in memory
+    for r0 in range(0, n, step):
+        slab = np.stack([K[r0 : r0 + step].ravel() for K in kernels])
+        S += slab @ slab.T  # Frobenius inner products <K_s, K_t>, by blocks of rows (BLAS, bounded memory)
+    norms = np.sqrt(np.maximum(np.diag(S), 0.0))
+    if np.any(norms <= 0) or not np.all(np.isfinite(S)):
         raise WidemlError("a base kernel is zero or not finite, so it cannot be normalised; drop it from the grid.")
-    normed = [K / s for K, s in zip(kernels, norms)]
-    b = np.array([ideal_kernel_inner(K, codes, n_classes) for K in normed])
-    S = np.empty((m, m))
-    for s_ in range(m):
-        for t in range(s_, m):
-            S[s_, t] = S[t, s_] = float(np.vdot(normed[s_], normed[t]))
+    S = S / np.outer(norms, norms)
+    S = (S + S.T) / 2
+    b = np.array([ideal_kernel_inner(K, codes, n_classes) for K in kernels]) / norms
     if not np.any(b > 0):
         raise WidemlError("no base kernel is positively aligned with the labels, so the alignment QP has no solution; widen the sigma grid.")
     # Start at the best single kernel (feasible: gamma = e_s / b_s).
