@@ -88,14 +88,24 @@ def read_pass_yardsticks(store_path, store, repeats: int = 3) -> dict:
     return out
 
 
+#: Python snippet printing the process's own peak RSS. VmHWM is reset by exec, unlike ru_maxrss,
+#: which a child started from a large parent inherits.
+PEAK_RSS_SNIPPET = (
+    "def _peak_rss():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            return int(line.split()[1]) * 1024\n"
+)
+
+
 def peak_rss_of(code: str) -> dict:
-    """Run ``code`` in a fresh Python process; return its peak RSS (bytes) and wall time."""
-    prog = code + "\nimport resource, json, sys\nprint(json.dumps({'maxrss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))\n"
+    """Run ``code`` in a fresh Python process; return its peak RSS (bytes, VmHWM) and wall time."""
+    prog = PEAK_RSS_SNIPPET + code + "\nimport json\nprint(json.dumps({'peak': _peak_rss()}))\n"
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     last = proc.stdout.strip().splitlines()[-1]
-    return {"peak_rss_bytes": json.loads(last)["maxrss_kib"] * 1024, "wall_s": wall}
+    return {"peak_rss_bytes": json.loads(last)["peak"], "wall_s": wall}
 
 
 def machine() -> dict:

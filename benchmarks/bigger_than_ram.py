@@ -21,16 +21,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import save
+from _common import PEAK_RSS_SNIPPET, save
 
 SRC = str(Path(__file__).resolve().parent.parent)
 
 
 def run_fit(code: str) -> dict:
     prog = (
-        f"import sys, time, json, resource; sys.path.insert(0, {SRC!r})\n"
+        PEAK_RSS_SNIPPET + f"import sys, time, json; sys.path.insert(0, {SRC!r})\n"
         "import wideml\n" + code + "\n"
-        "print(json.dumps({'seconds': t, 'peak_rss_bytes': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, 'extra': extra}))\n"
+        "print(json.dumps({'seconds': t, 'peak_rss_bytes': _peak_rss(), 'extra': extra}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True)
     if proc.returncode:
