@@ -23,6 +23,9 @@ def plot_cv(report, fh, title: str = "") -> None:
         ax.fill_between(d, np.clip(e - s, 0, 1), np.clip(e + s, 0, 1), color=line.get_color(), alpha=0.15)
         ax.plot([r.best_dim], [r.best_error], marker="*", ms=12, color=line.get_color())
     ax.axhline(report.chance_error, ls="--", color="grey", lw=1, label="chance")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("embedding dimension d")
     ax.set_ylabel(f"{report.classifier.upper()} misclassification rate")
     ax.set_ylim(bottom=0)
