@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.kpca import DEFAULT_TOL
 from wideml.algebra.lol import lol_projection
-from wideml.estimators.kpca import KernelBasis, TrainingData, choose_landmarks, fit_basis, make_kernel, new_products, training_input, training_products
+from wideml.estimators.kpca import KernelBasis, TrainingData, choose_landmarks, fit_basis, make_kernel, new_products, one_blas_thread, training_input, training_products
 from wideml.exceptions import WidemlError
 
 
@@ -92,10 +92,11 @@ class KernelLOL(ClassifierMixin, TransformerMixin, BaseEstimator):
         Xd = self.training_.array()
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(Xd.shape[0], int(self.n_landmarks), codes, self.random_state)
         products = training_products(Xd, self.landmarks_)
-        self.basis_, F = fit_basis(kernel, products, self.kpca_components, self.tol)
-        G = F @ F.T
-        proj = lol_projection(G, codes, len(self.classes_), int(self.n_components), first_moment="mean",
-                              second_moment=self.second_moment)
+        with one_blas_thread():
+            self.basis_, F = fit_basis(kernel, products, self.kpca_components, self.tol)
+            G = F @ F.T
+            proj = lol_projection(G, codes, len(self.classes_), int(self.n_components), first_moment="mean",
+                                  second_moment=self.second_moment)
         self.components_ = (F.T @ proj.B).T
         self.embedding_ = F @ self.components_.T
         self._codes = codes

@@ -29,6 +29,24 @@ from wideml.passes.gram import gram_pass
 from wideml.runtime import compute
 
 
+_CONTROLLER = None
+
+
+def one_blas_thread():
+    """Context keeping BLAS single-threaded for the in-memory n x n algebra (eigh, learners).
+
+    On a shared 2-core machine a multi-threaded OpenBLAS eigh of n = 1000 was
+    measured 30x slower than single-threaded (spinning threads fight other
+    processes); single-threaded LAPACK costs at most the second core when idle.
+    """
+    global _CONTROLLER
+    from threadpoolctl import ThreadpoolController
+
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
 # --------------------------------------------------------------------------- training data reference
 
 
@@ -335,7 +353,8 @@ class KernelPCA(TransformerMixin, BaseEstimator):
             codes = np.unique(np.asarray(y), return_inverse=True)[1].ravel()
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
         products = training_products(Xd, self.landmarks_)
-        self.basis_, self.embedding_ = fit_basis(kernel, products, self.n_components, self.tol)
+        with one_blas_thread():
+            self.basis_, self.embedding_ = fit_basis(kernel, products, self.n_components, self.tol)
         self.kpca_ = self.basis_.kpca
         self.eigenvalues_ = self.kpca_.eigenvalues
         self.n_components_ = self.kpca_.n_components
@@ -370,4 +389,4 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         return est
 
 
-__all__ = ["KernelBasis", "KernelPCA", "Products", "TrainingData", "choose_landmarks", "fit_basis", "new_products", "training_input", "training_products"]
+__all__ = ["KernelBasis", "KernelPCA", "Products", "TrainingData", "choose_landmarks", "fit_basis", "new_products", "one_blas_thread", "training_input", "training_products"]

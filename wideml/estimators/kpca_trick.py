@@ -28,7 +28,7 @@ from wideml.algebra.kpca import DEFAULT_TOL, fit_kpca
 from wideml.algebra.metric.dne import fit_dne
 from wideml.algebra.metric.lmnn import fit_lmnn
 from wideml.estimators.kpca import (KernelBasis, Products, TrainingData, choose_landmarks, fit_basis, make_kernel,
-                                    new_products, training_input, training_products)
+                                    new_products, one_blas_thread, training_input, training_products)
 from wideml.exceptions import WidemlError
 
 LEARNERS = ("nca", "lmnn", "dne", "none")
@@ -313,6 +313,13 @@ class KPCATrick(ClassifierMixin, TransformerMixin, BaseEstimator):
         n = Xd.shape[0]
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
         products = training_products(Xd, self.landmarks_)
+        with one_blas_thread():
+            self._fit_algebra(products, codes)
+        self.n_features_in_ = int(Xd.shape[1])
+        return self
+
+    def _fit_algebra(self, products: Products, codes: np.ndarray) -> None:
+        """Everything after the pass: kernel selection, KPCA, learner, k-NN (in memory, no pass)."""
         block = products.reference_block()
         block_codes = codes if self.landmarks_ is None else codes[self.landmarks_]
         block_target = block.sq_dist if self.target_space == "input" else None
@@ -328,8 +335,6 @@ class KPCATrick(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.embedding_ = F @ self.components_.T
         self._codes = codes
         self.nn_ = KNeighborsClassifier(n_neighbors=int(self.n_neighbors)).fit(self.embedding_, codes)
-        self.n_features_in_ = int(Xd.shape[1])
-        return self
 
     def fit_transform(self, X, y) -> np.ndarray:
         """Fit and return the training samples in the learned metric (n x d); one pass over X."""
