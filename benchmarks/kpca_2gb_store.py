@@ -56,6 +56,7 @@ def main() -> None:
     ap.add_argument("--p", type=int, default=250_000)
     ap.add_argument("--r", type=int, default=100, help="KPCA components fed to the learners")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--reuse", action="store_true", help="reuse a store already in --workdir")
     args = ap.parse_args()
 
     from wideml.algebra.kernel_selection import alignment_weights, stratified_folds
@@ -74,8 +75,9 @@ def main() -> None:
     store_path = work / "x2gb.zarr"
     result = {"n": args.n, "p": args.p, "r": args.r}
     try:
-        t, _ = timed(lambda: make_store(store_path, args.n, args.p))
-        result["write_store_s"] = t
+        if not (args.reuse and store_path.exists()):
+            t, _ = timed(lambda: make_store(store_path, args.n, args.p))
+            result["write_store_s"] = t
         store = open_store(store_path)
         result["store_bytes"] = store.nbytes
         result["read"] = read_pass_yardsticks(store_path, store, repeats=args.repeats)
