@@ -97,3 +97,10 @@ def test_estimated_ranks_are_close_and_chunking_free():
     table = alg.rank_table(x[idx])
     err = np.abs(table.rank(x, 20000) - scipy.stats.rankdata(x)) / 20000
     assert err.max() < 0.05 and err.mean() < 0.01
+
+
+def test_row_ranks_equal_scipy_average_ranks():
+    rng = np.random.default_rng(5)
+    X = np.round(rng.standard_normal((40, 70)), 1)
+    X[3] = 1.0  # a constant row
+    np.testing.assert_array_equal(alg.row_ranks(X), scipy.stats.rankdata(X, axis=1))

@@ -353,8 +353,27 @@ def loo_full(Z: np.ndarray, A_diag: np.ndarray, codes: np.ndarray, counts: np.nd
 # ranks
 # --------------------------------------------------------------------------------------
 def row_ranks(X: np.ndarray) -> np.ndarray:
-    """Exact ranks of every row across its features, average ranks for ties (1..p), float64."""
-    return scipy.stats.rankdata(np.asarray(X), axis=1, method="average").astype(np.float64, copy=False)
+    """Exact ranks of every row across its features, average ranks for ties (1..p), float64.
+
+    Equals ``scipy.stats.rankdata(X, axis=1)`` (about twice as fast): one
+    unstable argsort per row, then each run of equal sorted values gets the
+    mean of its positions.
+    """
+    x = np.asarray(X)
+    n, p = x.shape
+    if x.size == 0:
+        return np.zeros((n, p))
+    order = np.argsort(x, axis=1)  # ties are averaged below, so stability does not matter
+    xs = np.take_along_axis(x, order, axis=1)
+    new = np.empty((n, p), dtype=bool)
+    new[:, 0] = True
+    np.not_equal(xs[:, 1:], xs[:, :-1], out=new[:, 1:])
+    starts = np.flatnonzero(new.ravel())  # runs never cross rows: every row starts a run
+    lengths = np.diff(np.append(starts, n * p))
+    mid = (starts % p) + 1.0 + (lengths - 1) / 2.0
+    out = np.empty((n, p))
+    np.put_along_axis(out, order, np.repeat(mid, lengths).reshape(n, p), axis=1)
+    return out
 
 
 def rank_sums(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
