@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from wideml.cli.argtypes import positive_int as _positive_int
 from wideml.exceptions import WidemlError
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
 
 
 def register(sub, common) -> None:

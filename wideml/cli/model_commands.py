@@ -9,17 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from wideml.cli.argtypes import positive_int as _positive_int
 from wideml.exceptions import WidemlError
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 def register(sub, common) -> None:
