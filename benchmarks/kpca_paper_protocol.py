@@ -143,7 +143,7 @@ def model_for(learner: str, method: str, args):
 def run(args) -> None:
     learner = args.learner
     keys = args.datasets.split(",") if args.datasets else list(DATASETS)
-    out_path = RESULTS / f"kpca_paper_protocol_{learner}.json"
+    out_path = RESULTS / f"kpca_paper_protocol_{learner}{'_' + args.tag if args.tag else ''}.json"
     result = json.loads(out_path.read_text()) if out_path.exists() and args.resume else {"learner": learner, "datasets": {}}
     result["settings"] = {"splits": args.splits, "folds": args.folds, "kpca_components": args.r, "nca_max_iter": args.nca_iter,
                           "lmnn_max_iter": args.lmnn_iter, "knn": 1, "standardize": "z-score on the training split"}
@@ -185,15 +185,30 @@ def wdl(lin: float, ker: float) -> str:
     return "W" if b > a else "L" if b < a else "D"
 
 
+def load_learner(learner: str) -> dict | None:
+    """One learner's results, merged over the files of parallel runs (kpca_paper_protocol_<learner>[_tag].json)."""
+    paths = sorted(RESULTS.glob(f"kpca_paper_protocol_{learner}.json")) + sorted(RESULTS.glob(f"kpca_paper_protocol_{learner}_*.json"))
+    if not paths:
+        return None
+    merged = json.loads(paths[0].read_text())
+    for path in paths[1:]:
+        extra = json.loads(path.read_text())
+        for key, rec in extra["datasets"].items():
+            if "mean" in rec or key not in merged["datasets"]:
+                merged["datasets"][key] = rec
+    order = list(DATASETS)
+    merged["datasets"] = dict(sorted(merged["datasets"].items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
+    return merged
+
+
 def summarize() -> None:
     summary = {"ours": {}, "paper_wdl": {m: dict(zip("WDL", v)) for m, v in PAPER_WDL.items()}, "tables": {}}
     totals = {m: {"W": 0, "D": 0, "L": 0} for m in ("cv", "alignment", "sum")}
     lines = []
     for learner in ("nca", "lmnn", "dne"):
-        path = RESULTS / f"kpca_paper_protocol_{learner}.json"
-        if not path.exists():
+        res = load_learner(learner)
+        if res is None:
             continue
-        res = json.loads(path.read_text())
         per = {m: {"W": 0, "D": 0, "L": 0} for m in ("cv", "alignment", "sum")}
         lines.append(f"\n{learner.upper()}  (splits={res['settings']['splits']}, KPCA r={res['settings']['kpca_components']})")
         lines.append(f"{'dataset':24s} " + " ".join(f"{m:>17s}" for m in METHODS) + "   paper (lin/cv/al/sum)")
@@ -230,13 +245,13 @@ def plot() -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    learners = [lr for lr in ("nca", "lmnn", "dne") if (RESULTS / f"kpca_paper_protocol_{lr}.json").exists()]
+    learners = [lr for lr in ("nca", "lmnn", "dne") if load_learner(lr) is not None]
     if not learners:
         return
     fig, axes = plt.subplots(len(learners), 1, figsize=(10, 2.8 * len(learners)), squeeze=False)
     colors = {"linear": "0.6", "cv": "C0", "alignment": "C1", "sum": "C2"}
     for ax, learner in zip(axes[:, 0], learners):
-        res = json.loads((RESULTS / f"kpca_paper_protocol_{learner}.json").read_text())
+        res = load_learner(learner)
         keys = [k for k, r in res["datasets"].items() if "mean" in r]
         w = 0.2
         for i, m in enumerate(METHODS):
@@ -268,6 +283,7 @@ def main() -> None:
     ap.add_argument("--rdata", default=None, help="an R site-library holding mlbench/ and kernlab/")
     ap.add_argument("--resume", action="store_true", help="keep datasets already in the result file")
     ap.add_argument("--summarize", action="store_true")
+    ap.add_argument("--tag", default="", help="suffix of the result file, to run dataset groups in parallel processes")
     args = ap.parse_args()
     if args.summarize:
         summarize()

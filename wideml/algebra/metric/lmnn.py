@@ -24,6 +24,24 @@ def target_neighbors(D2: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
     return class_neighbors(D2, codes, k, same=True)
 
 
+def _triplets(D2: np.ndarray, targets: np.ndarray, codes: np.ndarray):
+    """Target distances and the candidate impostor pairs (only pairs that can violate a margin).
+
+    Returns d_t (n x k, -inf where padded), valid (n x k), and for every pair
+    (i, l) of different classes with D2[i, l] < max_j d_ij + 1: its indices
+    and margins 1 + d_ij - d_il (M x k). Candidates are few once the metric
+    separates the classes, so this is O(n^2) for the mask plus O(M k).
+    """
+    n = targets.shape[0]
+    valid = targets >= 0
+    tj = np.where(valid, targets, 0)
+    d_t = np.where(valid, D2[np.arange(n)[:, None], tj], -np.inf)
+    reach = d_t.max(axis=1) + 1.0
+    ii, ll = np.nonzero((codes[:, None] != codes[None, :]) & (D2 < reach[:, None]))
+    margins = 1.0 + d_t[ii, :] - D2[ii, ll][:, None]
+    return d_t, valid, ii, ll, margins
+
+
 def lmnn_loss_grad(L: np.ndarray, X: np.ndarray, targets: np.ndarray, codes: np.ndarray, c: float = 1.0) -> tuple[float, np.ndarray]:
     """LMNN objective and (sub)gradient with respect to L.
 
@@ -45,20 +63,15 @@ def lmnn_loss_grad(L: np.ndarray, X: np.ndarray, targets: np.ndarray, codes: np.
     n, k = targets.shape
     Z = X @ L.T
     D2 = pairwise_sq_dist(Z)
-    valid = targets.ravel() >= 0  # -1 pads samples of classes with fewer than k + 1 members
-    rows = np.repeat(np.arange(n), k)[valid]
-    cols = targets.ravel()[valid]
-    d_ij = D2[rows, cols]
-    margins = 1.0 + d_ij[:, None] - D2[rows, :]
-    impostor = codes[None, :] != codes[rows][:, None]
-    active = impostor & (margins > 0)
-    hinge = np.where(active, margins, 0.0)
-    f = float(d_ij.sum() + c * hinge.sum())
+    d_t, valid, ii, ll, margins = _triplets(D2, targets, codes)
+    active = margins > 0
+    f = float(d_t[valid].sum() + c * margins[active].sum())
+    # pair weights: each target pair pulls with 1 + c * (its active triplets); each impostor pair pushes with -c * (its active triplets)
+    per_target = np.stack([np.bincount(ii, weights=active[:, t], minlength=n) for t in range(k)], axis=1) if k else np.zeros((n, 0))
     W = np.zeros((n, n))
-    np.add.at(W, (rows, cols), 1.0 + c * active.sum(axis=1))
-    if rows.size:
-        uniq, starts = np.unique(rows, return_index=True)  # rows are sorted: sum each sample's triplets
-        W[uniq] -= c * np.add.reduceat(active.astype(np.float64), starts, axis=0)
+    rows = np.repeat(np.arange(n), k).reshape(n, k)
+    W[rows[valid], targets[valid]] += 1.0 + c * per_target[valid]
+    W[ii, ll] -= c * active.sum(axis=1)
     Lap = np.diag(W.sum(axis=1) + W.sum(axis=0)) - W - W.T
     return f, 2.0 * (Z.T @ (Lap @ X))
 
@@ -129,8 +142,5 @@ def fit_lmnn(X: np.ndarray, codes: np.ndarray, *, n_neighbors: int = 3, c: float
     f, _ = lmnn_loss_grad(L, X, targets, codes, c)
     Z = X @ L.T
     D2z = pairwise_sq_dist(Z)
-    valid = targets.ravel() >= 0
-    rows = np.repeat(np.arange(n), targets.shape[1])[valid]
-    margins = 1.0 + D2z[rows, targets.ravel()[valid]][:, None] - D2z[rows, :]
-    n_active = int(np.sum((codes[None, :] != codes[rows][:, None]) & (margins > 0)))
+    n_active = int(np.sum(_triplets(D2z, targets, codes)[4] > 0))
     return L, {"loss": f, "n_iter": int(res.nit), "n_active": n_active}
