@@ -86,6 +86,16 @@ class ZarrReader:
         if r0 % cr or c0 % cc or (r1 % cr and r1 != self.shape[0]) or (c1 % cc and c1 != self.shape[1]):
             return None
         dtype, fill = self._raw
+        if (r1 - r0 <= cr) and (c1 - c0 <= cc):  # exactly one stored chunk: no extra copy
+            fname = os.path.join(self.path, self.name, "c", str(r0 // cr), str(c0 // cc))
+            try:
+                chunk = np.fromfile(fname, dtype=dtype).reshape(cr, cc)
+            except FileNotFoundError:
+                return np.full((r1 - r0, c1 - c0), fill, dtype=self.dtype)
+            except ValueError:
+                return None
+            view = chunk[: r1 - r0, : c1 - c0]
+            return view if dtype == self.dtype else view.astype(self.dtype)
         out = np.empty((r1 - r0, c1 - c0), dtype=self.dtype)
         for i in range(r0 // cr, -(-r1 // cr)):
             for j in range(c0 // cc, -(-c1 // cc)):
