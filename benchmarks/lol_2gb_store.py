@@ -43,6 +43,7 @@ def main() -> None:
     ap.add_argument("--p", type=int, default=250_000)
     ap.add_argument("--d", type=int, default=50)
     ap.add_argument("--skip-1m", action="store_true", help="skip the p = 1 000 000 memory run")
+    ap.add_argument("--reuse", action="store_true", help="reuse an existing store in --workdir")
     args = ap.parse_args()
 
     import dask
@@ -57,7 +58,8 @@ def main() -> None:
     path = work / "X2gb.zarr"
     n, p, d = args.n, args.p, args.d
     t0 = time.perf_counter()
-    make_store(path, n, p)
+    if not (args.reuse and path.exists()):
+        make_store(path, n, p)
     print(f"made {path} ({n} x {p} float32) in {time.perf_counter() - t0:.1f} s")
     store = wideml.open_store(path)
     res: dict = {"n": n, "p": p, "d": d, "store_bytes": store.nbytes, "repeats": args.repeats}
@@ -72,14 +74,19 @@ def main() -> None:
     del X64
     print(f"numpy X X^T: float32 {res['numpy_xxt_float32']:.2f} s, float64 {res['numpy_xxt_float64']:.2f} s")
 
-    for prec in ("float64", "float32"):
+    variants = {
+        "float64": dict(solver="gram"),  # the default LOL (class medians, float64 products), exact Gram solver
+        "float32": dict(solver="gram", precision="float32"),  # float32 chunk products
+        "fast": dict(solver="gram", precision="float32", robust_first=False),  # class means, float32 products
+    }
+    for name, kw in variants.items():
         key = str(store.path)
         before = READ_COUNTER[key]
-        t, runs = median_time(lambda: wideml.LOL(d, precision=prec).fit(store), args.repeats)
-        res[f"lol_fit_{prec}"] = t
-        res[f"lol_fit_{prec}_runs"] = runs
-        res["lol_fit_passes"] = (READ_COUNTER[key] - before) / (args.repeats * store.X.numblocks[1])
-        print(f"LOL fit (precision {prec}): {t:.2f} s, {res['lol_fit_passes']:.0f} passes")
+        t, runs = median_time(lambda: wideml.LOL(d, **kw).fit(store), args.repeats)
+        res[f"lol_fit_{name}"] = t
+        res[f"lol_fit_{name}_runs"] = runs
+        res[f"lol_fit_{name}_passes"] = (READ_COUNTER[key] - before) / (args.repeats * store.X.numblocks[1])
+        print(f"LOL fit ({name}: {kw}): {t:.2f} s, {res[f'lol_fit_{name}_passes']:.0f} passes")
 
     def svd_compressed():
         Xd = da.from_zarr(str(path / "X"))
@@ -96,7 +103,7 @@ def main() -> None:
         "import sys; sys.path.insert(0, {src!r})\n"
         "import wideml\n"
         "s = wideml.open_store({path!r})\n"
-        "wideml.LOL({d}).fit(s)\n"
+        "wideml.LOL({d}, solver='gram').fit(s)\n"
     )
     src = str(Path(__file__).resolve().parent.parent)
     res["peak_rss_p250k"] = peak_rss_of(code.format(src=src, path=str(path), d=d))
@@ -113,6 +120,7 @@ def main() -> None:
     res["ratios"] = {
         "lol_fit_float64_over_max_read_numpy": res["lol_fit_float64"] / yard,
         "lol_fit_float32_over_max_read_numpy": res["lol_fit_float32"] / yard,
+        "lol_fit_fast_over_max_read_numpy": res["lol_fit_fast"] / yard,
         "svd_compressed_over_lol_fit_float64": res["dask_svd_compressed"] / res["lol_fit_float64"],
         "sklearn_pca_over_lol_fit_float64": res["sklearn_randomized_pca"] / res["lol_fit_float64"],
         "lol_fit_float64_over_read_pass": res["lol_fit_float64"] / rp,
@@ -120,6 +128,7 @@ def main() -> None:
     res["targets"] = {
         "lol_fit <= 1.3 x max(read pass, numpy XX^T)": res["ratios"]["lol_fit_float64_over_max_read_numpy"] <= 1.3,
         "lol_fit (float32 products) <= 1.3 x max(read pass, numpy XX^T)": res["ratios"]["lol_fit_float32_over_max_read_numpy"] <= 1.3,
+        "lol_fit (means, float32 products) <= 1.3 x max(read pass, numpy XX^T)": res["ratios"]["lol_fit_fast_over_max_read_numpy"] <= 1.3,
         ">= 2x faster than svd_compressed": res["ratios"]["svd_compressed_over_lol_fit_float64"] >= 2,
         "faster than sklearn randomized PCA": res["ratios"]["sklearn_pca_over_lol_fit_float64"] > 1,
     }

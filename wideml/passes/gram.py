@@ -82,16 +82,23 @@ class GramStats:
         return np.diag(self.G) + 2 * self.r + self.s
 
 
-def _group_medians(xt: np.ndarray, codes: np.ndarray, n_classes: int) -> np.ndarray:
-    """Class medians, shape (n_classes, p_j), from the transposed chunk ``xt`` (p_j x n_sub)."""
-    out = np.empty((n_classes, xt.shape[0]))
+def _group_medians(x: np.ndarray, codes: np.ndarray, n_classes: int) -> np.ndarray:
+    """Class medians (n_classes x p_j) of a chunk x (n_sub x p_j, any float dtype), in float64.
+
+    Rows of a class are gathered (a contiguous copy in the stored dtype) and
+    partitioned in place at the middle element(s); the two middle values of an
+    even count are averaged in float64. Same values as ``numpy.median``.
+    """
+    out = np.empty((n_classes, x.shape[1]))
     for k in range(n_classes):
-        cols = np.flatnonzero(codes == k)
-        if len(cols) == 0:
+        rows = x[codes == k]
+        m = len(rows)
+        if m == 0:
             out[k] = np.nan
             continue
-        rows = np.ascontiguousarray(xt[:, cols])  # one copy, contiguous along samples
-        out[k] = np.median(rows, axis=1, overwrite_input=True)
+        kth = [m // 2] if m % 2 else [m // 2 - 1, m // 2]
+        rows.partition(kth, axis=0)
+        out[k] = rows[kth].astype(np.float64).mean(axis=0)
     return out
 
 
@@ -133,7 +140,7 @@ def _stripe_stats(block, codes, n_classes, median_sets, precision, keep):
     m = x.mean(axis=0)
     medians = []
     for idx, sub_codes, is_full in median_sets:
-        M = _group_medians(x.T if is_full else x[idx].T, sub_codes, n_classes)
+        M = _group_medians(block if is_full else block[idx], sub_codes, n_classes)
         medians.append(M - m)
         if is_full and keep:
             outputs[CLASS_MEDIANS] = M

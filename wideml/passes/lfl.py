@@ -30,7 +30,7 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
     onehot = np.zeros((len(codes), n_classes))
     onehot[np.arange(len(codes)), codes] = 1.0
     means = (onehot.T @ x) / np.maximum(onehot.sum(axis=0), 1)[:, None]
-    cent = _group_medians(x.T, codes, n_classes) if robust else means
+    cent = _group_medians(block, codes, n_classes) if robust else means
     _write(out_group, CLASS_MEANS, means, offset)
     _write(out_group, FEATURE_MEAN, m, offset)
     if robust:

@@ -65,7 +65,7 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
         mc = means - m
         cg_means = mc @ mc.T
         if medians:
-            M = _group_medians(x.T, codes, n_classes)
+            M = _group_medians(block, codes, n_classes)
             cg_meds = (M - m) @ (M - m).T
             if keep:
                 outputs[CLASS_MEDIANS] = M
