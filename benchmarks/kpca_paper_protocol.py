@@ -204,6 +204,8 @@ def load_learner(learner: str) -> dict | None:
 def summarize() -> None:
     summary = {"ours": {}, "paper_wdl": {m: dict(zip("WDL", v)) for m, v in PAPER_WDL.items()}, "tables": {}}
     totals = {m: {"W": 0, "D": 0, "L": 0} for m in ("cv", "alignment", "sum")}
+    distinct = {m: {"W": 0, "D": 0, "L": 0} for m in ("cv", "alignment", "sum")}  # WDBC left out: Breast Cancer once
+    times = {}
     lines = []
     for learner in ("nca", "lmnn", "dne"):
         res = load_learner(learner)
@@ -219,6 +221,8 @@ def summarize() -> None:
                 r = wdl(rec["mean"]["linear"], rec["mean"][m])
                 per[m][r] += 1
                 totals[m][r] += 1
+                if key != "wdbc":
+                    distinct[m][r] += 1
             cells = " ".join(f"{rec['mean'][m]:.2f}±{rec['std'][m]:.2f} {wdl(rec['mean']['linear'], rec['mean'][m]) if m != 'linear' else ' '}".rjust(17)
                              for m in METHODS)
             paper = rec.get("paper")
@@ -226,8 +230,14 @@ def summarize() -> None:
             lines.append(f"{key:24s} {cells}   {ptxt}")
         summary["ours"][learner] = per
         lines.append("W/D/L vs linear: " + ", ".join(f"{m} {v['W']}/{v['D']}/{v['L']}" for m, v in per.items()))
+        fit_s = {m: float(np.mean([r["mean_fit_s"][m] for r in res["datasets"].values() if "mean_fit_s" in r])) for m in METHODS}
+        times[learner] = fit_s
+        lines.append("mean fit time per split (s, incl. the one Gram pass): " + ", ".join(f"{m} {v:.2f}" for m, v in fit_s.items()))
     summary["ours"]["total"] = totals
-    lines.append("\nTotal W/D/L (ours): " + ", ".join(f"{m} {v['W']}/{v['D']}/{v['L']}" for m, v in totals.items()))
+    summary["ours"]["total_without_wdbc"] = distinct
+    summary["fit_seconds"] = times
+    lines.append("\nTotal W/D/L (ours, every dataset x learner): " + ", ".join(f"{m} {v['W']}/{v['D']}/{v['L']}" for m, v in totals.items()))
+    lines.append("Total W/D/L (ours, Breast Cancer once: WDBC left out): " + ", ".join(f"{m} {v['W']}/{v['D']}/{v['L']}" for m, v in distinct.items()))
     lines.append("Paper (27 = 9 datasets x 3 learners): cv 26/1/0, alignment 22/3/2, sum 18/6/3")
     text = "\n".join(lines)
     summary["table_text"] = text
