@@ -89,7 +89,7 @@ def test_estimated_spearman_with_every_feature_sampled_is_exact(data, width):
     sets = [np.arange(N)]
     stats, W, counts = _stats(X, codes, width, sets, sketch_idx=alg.sketch_features(P, P, 0))
     res = dask.compute(enc.spearman_sketch_pass(da.from_array(X, chunks=(N, width)), W, alg.rank_tables(stats.sketch),
-                                                alg.rank_tables(W.T @ stats.sketch)))[0]
+                                                alg.rank_tables(enc.anchor_sample(W, stats.sketch))))[0]
     U = np.stack([X[codes == k].mean(0) for k in range(K)])
     Z = alg.pearson_from_sums(res["rank_cross"], res["r_sum"], res["r_sq"], res["s_sum"], res["s_sq"], P)
     np.testing.assert_allclose(Z, _spearman(X, U), atol=1e-12)
@@ -101,7 +101,7 @@ def test_estimated_spearman_error_is_small_and_chunking_free(data):
     for width in CHUNKINGS:
         stats, W, _ = _stats(X, codes, width, [np.arange(N)], sketch_idx=alg.sketch_features(P, 45, 3))
         res = dask.compute(enc.spearman_sketch_pass(da.from_array(X, chunks=(N, width)), W, alg.rank_tables(stats.sketch),
-                                                    alg.rank_tables(W.T @ stats.sketch)))[0]
+                                                    alg.rank_tables(enc.anchor_sample(W, stats.sketch))))[0]
         out.append(alg.pearson_from_sums(res["rank_cross"], res["r_sum"], res["r_sq"], res["s_sum"], res["s_sq"], P))
     np.testing.assert_allclose(out[0], out[1], atol=1e-12)
     U = np.stack([X[codes == k].mean(0) for k in range(K)])

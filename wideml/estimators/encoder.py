@@ -261,11 +261,11 @@ def _spearman_fit_passes(Xd, W, stats, plan, loo, *, n_write, out_group, label, 
     n, p = (Xmem if Xmem is not None else Xd).shape
     if mode == "approx":
         x_tables = alg.rank_tables(stats.sketch)
-        u_tables = alg.rank_tables(W.T @ stats.sketch)
+        u_tables = alg.rank_tables(enc.anchor_sample(W, stats.sketch))
         out = _run(Xmem, lambda: enc.spearman_sketch_local(Xmem, W, x_tables, u_tables, loo=loo),
                    lambda: enc.spearman_sketch_pass(Xd, W, x_tables, u_tables, loo=loo, n_write=n_write, out_group=out_group),
                    f"{label}: Spearman ranks (estimated)")
-        S_mem = None
+        S_mem = out.get("S")  # in-memory input: the anchors' estimated ranks
         passes = 1
     else:
         U = stats.means
@@ -596,15 +596,9 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             self.class_means_ = stats.means[:K]
             self.class_mean_ranks_ = None
             if use_rank:
-                self.class_mean_ranks_ = S_mem[:K] if S_mem is not None else self._approx_mean_ranks(data, W, stats)
+                self.class_mean_ranks_ = S_mem[:K]
         self.rank_sums_ = (ranks.s_sum[:K], ranks.s_sq[:K]) if ranks is not None else None
         self._train_X = None
-
-    def _approx_mean_ranks(self, data, W, stats) -> np.ndarray:
-        """Estimated class-mean ranks for in-memory input with approximate ranks (no pass: X is in memory)."""
-        U = stats.means[: len(self.classes_)]
-        tables = alg.rank_tables((W.T @ stats.sketch)[: len(self.classes_)])
-        return alg.approx_ranks(U, tables, data.n_features)
 
     def _fit_full(self, data, kernels) -> None:
         from wideml.passes.gram import gram_pass

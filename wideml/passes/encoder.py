@@ -26,6 +26,8 @@ Every function returns lazy dask objects; nothing is computed here.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -107,13 +109,76 @@ def _float_block(block, offset: int, precision: str) -> np.ndarray:
     return x.astype(dt, copy=False)
 
 
+_LAYOUTS: OrderedDict = OrderedDict()
+_LAYOUT_LOCK = threading.Lock()
+
+
+def _raw_layout(path: str):
+    """(chunk shape, dtype) when ``path`` is an uncompressed little-endian zarr v3 array whose chunk files
+    can be written directly (the layout the reader reads raw); None otherwise. Cached per process."""
+    import json
+    import os
+
+    with _LAYOUT_LOCK:
+        if path in _LAYOUTS:
+            return _LAYOUTS[path]
+    layout = None
+    try:
+        meta = json.loads(open(os.path.join(path, "zarr.json")).read())
+        codecs = meta.get("codecs", [])
+        enc_ = meta.get("chunk_key_encoding", {})
+        if (meta.get("data_type") == "float64" and len(codecs) == 1 and codecs[0].get("name") == "bytes"
+                and codecs[0].get("configuration", {}).get("endian", "little") == "little"
+                and enc_.get("name") == "default" and enc_.get("configuration", {}).get("separator", "/") == "/"
+                and meta.get("chunk_grid", {}).get("name") == "regular"):
+            layout = (tuple(meta["chunk_grid"]["configuration"]["chunk_shape"]), tuple(meta["shape"]), meta.get("fill_value", 0.0))
+    except (OSError, ValueError, KeyError):
+        layout = None
+    with _LAYOUT_LOCK:
+        _LAYOUTS[path] = layout
+        while len(_LAYOUTS) > 16:
+            _LAYOUTS.popitem(last=False)
+    return layout
+
+
 def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -> None:
+    """Write a K x p_j block of a p-sized output at feature ``offset``.
+
+    Whole chunks of an uncompressed float64 array are written as raw chunk files (what zarr itself
+    would write, without its event-loop round trips); anything else goes through zarr.
+    """
     if group_path is None or values.size == 0:
         return
+    import os
+
+    path = f"{group_path}/{name}"
+    layout = _raw_layout(path)
+    if layout is not None:
+        (cr, cc), (rows, cols), fill = layout
+        if cr == rows == values.shape[0] and offset % cc == 0 and (values.shape[1] == cc or offset + values.shape[1] == cols):
+            block = np.full((cr, cc), fill, dtype="<f8")
+            block[:, : values.shape[1]] = values
+            folder = os.path.join(path, "c", "0")
+            os.makedirs(folder, exist_ok=True)
+            block.tofile(os.path.join(folder, str(offset // cc)))
+            return
     import zarr
 
-    arr = zarr.open_array(f"{group_path}/{name}", mode="r+")
-    arr[:, offset : offset + values.shape[1]] = values
+    zarr.open_array(path, mode="r+")[:, offset : offset + values.shape[1]] = values
+
+
+def _class_mean_operator(W: np.ndarray):
+    """W^T as a sparse matrix (S*K x n): each sample sits in one class per set, so U = W^T X is a
+    sparse-dense product that adds each row once (3x faster than a dense GEMM with K rows)."""
+    import scipy.sparse
+
+    return scipy.sparse.csr_array(np.asarray(W, dtype=np.float64).T)
+
+
+def anchor_sample(W: np.ndarray, sample: np.ndarray) -> np.ndarray:
+    """Class means at the sampled features, ``W^T sample`` (S*K x m), computed exactly as the passes compute
+    them chunk by chunk, so a class mean's value at a sampled feature is bitwise its rank table's knot."""
+    return np.asarray(_class_mean_operator(W) @ np.asarray(sample, dtype=np.float64))
 
 
 def _sum_parts(*parts):
@@ -138,7 +203,7 @@ def _stats_chunk(block, offset, W, n_write, out_group, sketch_idx, keep_means, p
     if not np.all(np.isfinite(x_sq)):
         check_finite(np.asarray(block), offset)
         x_sq = _row_sq(x.astype(np.float64))  # finite values whose float32 squares overflowed
-    U = W.T.astype(x.dtype, copy=False) @ x
+    U = np.asarray(W.astype(x.dtype, copy=False) @ x)
     cross = (x @ U.T).astype(np.float64)
     U64 = U.astype(np.float64, copy=False)
     u_sq = np.square(U64).sum(axis=1)
@@ -192,7 +257,7 @@ def class_stats_pass(
         Computes to a :class:`ClassStats`.
     """
     stripes, offsets = feature_stripes(X)
-    W_d = dask.delayed(np.asarray(W, dtype=np.float64))
+    W_d = dask.delayed(_class_mean_operator(W))
     idx = None if sketch_idx is None else np.asarray(sketch_idx, dtype=np.int64)
     task = dask.delayed(_stats_chunk, pure=True)
     parts = [task(s, int(o), W_d, n_write, out_group, idx, keep_means, precision) for s, o in zip(stripes, offsets)]
@@ -219,10 +284,10 @@ def _loo_rank_sums(x, U, R, loo, u_tables, p):
     return cross, ssum, ssq
 
 
-def _sketch_rank_chunk(block, offset, W, x_tables, u_tables, p, loo, n_write, out_group):
+def _sketch_rank_chunk(block, offset, W, x_tables, u_tables, p, loo, n_write, out_group, keep_ranks=False):
     offset = int(offset)
     x = np.asarray(block).astype(np.float64, copy=False)
-    U = W.T @ x
+    U = np.asarray(W @ x)
     R = approx_ranks(x, x_tables, p)
     S = approx_ranks(U, u_tables, p)
     _write(out_group, CLASS_MEAN_RANKS, S[:n_write], offset)
@@ -231,6 +296,8 @@ def _sketch_rank_chunk(block, offset, W, x_tables, u_tables, p, loo, n_write, ou
     out = {"rank_cross": R @ S.T, "r_sum": r_sum, "r_sq": r_sq, "s_sum": s_sum, "s_sq": s_sq}
     if loo is not None and len(loo):
         out["loo_cross"], out["loo_sum"], out["loo_sq"] = _loo_rank_sums(x, U, R, loo, u_tables, p)
+    if keep_ranks:
+        out["S"] = S
     return out
 
 
@@ -274,7 +341,7 @@ def spearman_sketch_pass(
     """
     stripes, offsets = feature_stripes(X)
     p = int(X.shape[1])
-    W_d = dask.delayed(np.asarray(W, dtype=np.float64))
+    W_d = dask.delayed(_class_mean_operator(W))
     xt, ut = dask.delayed(list(x_tables)), dask.delayed(list(u_tables))
     loo_d = dask.delayed(loo) if loo is not None else None
     task = dask.delayed(_sketch_rank_chunk, pure=True)
@@ -470,12 +537,12 @@ def rank_gram_block(X_a: da.Array, X_b: da.Array | None = None):
 def class_stats_local(X: np.ndarray, W: np.ndarray, *, sketch_idx: np.ndarray | None = None, precision: str = "float64") -> ClassStats:
     """:func:`class_stats_pass` for an in-memory X (no graph; the class means are kept)."""
     idx = None if sketch_idx is None else np.asarray(sketch_idx, dtype=np.int64)
-    return _stats_finish(_stats_chunk(X, 0, np.asarray(W, dtype=np.float64), 0, None, idx, True, precision), X.shape[1])
+    return _stats_finish(_stats_chunk(X, 0, _class_mean_operator(W), 0, None, idx, True, precision), X.shape[1])
 
 
 def spearman_sketch_local(X: np.ndarray, W: np.ndarray, x_tables, u_tables, *, loo: LooSpec | None = None) -> dict:
-    """:func:`spearman_sketch_pass` for an in-memory X."""
-    return _sketch_rank_chunk(X, 0, np.asarray(W, dtype=np.float64), list(x_tables), list(u_tables), X.shape[1], loo, 0, None)
+    """:func:`spearman_sketch_pass` for an in-memory X; also returns the anchors' estimated ranks ``S`` (S*K x p)."""
+    return _sketch_rank_chunk(X, 0, _class_mean_operator(W), list(x_tables), list(u_tables), X.shape[1], loo, 0, None, True)
 
 
 def spearman_exact_local(X: np.ndarray, rows: slice, S: np.ndarray, *, U: np.ndarray | None = None,
@@ -498,6 +565,6 @@ def sketch_local(X: np.ndarray, sketch_idx: np.ndarray) -> np.ndarray:
 
 __all__ = [
     "CLASS_MEANS", "CLASS_MEAN_RANKS", "ClassStats", "LooSpec", "anchor_pass", "class_stats_pass", "cross_gram_pass",
-    "rank_gram_block", "sketch_pass", "spearman_exact_block", "spearman_sketch_pass", "class_stats_local",
+    "anchor_sample", "rank_gram_block", "sketch_pass", "spearman_exact_block", "spearman_sketch_pass", "class_stats_local",
     "spearman_sketch_local", "spearman_exact_local", "anchor_local", "sketch_local",
 ]
