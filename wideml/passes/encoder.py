@@ -100,7 +100,7 @@ class LooSpec:
 
 def _row_sq(x: np.ndarray) -> np.ndarray:
     """Squared row norms (float64 out; accumulated in x's precision, ~10x faster than square-then-sum)."""
-    return np.einsum("ij,ij->i", x, x).astype(np.float64, copy=False)
+    return np.einsum("ij,ij->i", x, x, optimize=True).astype(np.float64, copy=False)
 
 
 def _float_block(block, offset: int, precision: str) -> np.ndarray:
