@@ -167,6 +167,13 @@ def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -
     zarr.open_array(path, mode="r+")[:, offset : offset + values.shape[1]] = values
 
 
+def _const(value, what: str):
+    """A graph constant under a unique name (hashing large arrays or thousands of rank tables to name them is slow)."""
+    import uuid
+
+    return dask.delayed(value, name=f"wideml-encoder-{what}-{uuid.uuid4().hex}")
+
+
 def _class_mean_operator(W: np.ndarray):
     """W^T as a sparse matrix (S*K x n): each sample sits in one class per set, so U = W^T X is a
     sparse-dense product that adds each row once (3x faster than a dense GEMM with K rows)."""
@@ -257,7 +264,7 @@ def class_stats_pass(
         Computes to a :class:`ClassStats`.
     """
     stripes, offsets = feature_stripes(X)
-    W_d = dask.delayed(_class_mean_operator(W))
+    W_d = _const(_class_mean_operator(W), "class-mean-operator")
     idx = None if sketch_idx is None else np.asarray(sketch_idx, dtype=np.int64)
     task = dask.delayed(_stats_chunk, pure=True)
     parts = [task(s, int(o), W_d, n_write, out_group, idx, keep_means, precision) for s, o in zip(stripes, offsets)]
@@ -341,9 +348,9 @@ def spearman_sketch_pass(
     """
     stripes, offsets = feature_stripes(X)
     p = int(X.shape[1])
-    W_d = dask.delayed(_class_mean_operator(W))
-    xt, ut = dask.delayed(list(x_tables)), dask.delayed(list(u_tables))
-    loo_d = dask.delayed(loo) if loo is not None else None
+    W_d = _const(_class_mean_operator(W), "class-mean-operator")
+    xt, ut = _const(list(x_tables), "row-rank-tables"), _const(list(u_tables), "mean-rank-tables")
+    loo_d = _const(loo, "loo-pairs") if loo is not None else None
     task = dask.delayed(_sketch_rank_chunk, pure=True)
     parts = [task(s, int(o), W_d, xt, ut, p, loo_d, n_write, out_group) for s, o in zip(stripes, offsets)]
     return tree_reduce(parts, _sum_parts)
@@ -399,7 +406,7 @@ def spearman_exact_block(X: da.Array, rows: slice, S: np.ndarray, *, U: np.ndarr
     """
     start, stop, _ = rows.indices(X.shape[0])
     stripes, _ = feature_stripes(X[start:stop])
-    consts = [dask.delayed(np.arange(start, stop)), dask.delayed(S), dask.delayed(U), dask.delayed(loo)]
+    consts = [dask.delayed(np.arange(start, stop)), _const(S, "mean-ranks"), _const(U, "class-means"), _const(loo, "loo-pairs")]
     return dask.delayed(_exact_block, pure=True)(*consts, *stripes)
 
 
@@ -455,7 +462,7 @@ def anchor_pass(X: da.Array, U=None, *, S=None, x_tables: Sequence[RankTable] | 
     stripes, offsets = feature_stripes(X)
     us = _aligned_stripes(U, X) if U is not None else [None] * len(stripes)
     ss = _aligned_stripes(S, X) if S is not None else [None] * len(stripes)
-    tables = dask.delayed(list(x_tables)) if x_tables is not None else None
+    tables = _const(list(x_tables), "row-rank-tables") if x_tables is not None else None
     task = dask.delayed(_anchor_chunk, pure=True)
     p = int(X.shape[1])
     parts = [task(x, int(o), u, s, tables, p, precision) for x, o, u, s in zip(stripes, offsets, us, ss)]
