@@ -66,12 +66,12 @@ def main() -> None:
     out = {"n": store.n_samples, "p": store.n_features, "bytes": store.nbytes, "n_chunks": n_chunks, "read": reads,
            "load_avg_after_reads": list(os.getloadavg())}
 
-    def timed(label, fn):
+    def timed(label, fn, repeats=args.repeats):
         before = READ_COUNTER[str(store.path)]
         c0 = time.process_time()
-        med, runs = median_time(fn, args.repeats)
-        cpu = (time.process_time() - c0) / args.repeats
-        passes = (READ_COUNTER[str(store.path)] - before) / (n_chunks * args.repeats)
+        med, runs = median_time(fn, repeats)
+        cpu = (time.process_time() - c0) / repeats
+        passes = (READ_COUNTER[str(store.path)] - before) / (n_chunks * repeats)
         ratio = med / read_pass
         print(f"{label:44s} {med:6.2f} s (runs {', '.join(f'{t:.2f}' for t in runs)}), {passes:.0f} pass(es), "
               f"{ratio:.2f} x one read pass; CPU {cpu:.2f} s (raw read CPU {reads['raw_read_1thread_cpu']:.2f} s)", flush=True)
@@ -88,7 +88,7 @@ def main() -> None:
     if args.skip_spearman:
         return finish(out, work, args)
     multi = EncoderClassifier(spearman="approx")
-    out["fit_multi_spearman_approx"] = timed("fit, linear+euclidean+spearman (estimated ranks)", lambda: multi.fit(store))
+    out["fit_multi_spearman_approx"] = timed("fit, linear+euclidean+spearman (estimated ranks)", lambda: multi.fit(store), 1)
     out["fit_multi_spearman_approx"]["selected"] = multi.kernel_
     # error of the estimated ranks at this scale: exact Spearman of the first rows against exact class-mean ranks
     import numpy as np
