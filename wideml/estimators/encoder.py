@@ -65,8 +65,18 @@ pass per block of rows that fits. ``spearman="approx"`` estimates each row's
 ranks from its values at ``sketch_size`` features sampled with
 ``random_state``: rank(v) ~ p F(v) + 1/2, with F the row's interpolated
 sample CDF. This takes one extra pass with O(n m) memory, and the error shrinks
-like 1/sqrt(m); ``benchmarks/encoder_real_data.py`` measures it. ``"auto"``
-picks exact when one block suffices.
+like 1/sqrt(m). Measured errors of the embedding, |Z_estimated - Z_exact|:
+
+- Extended Yale B (p = 1024, integer pixels with ties; ``encoder_real_data.py``):
+  mean 0.016 / 0.008 / 0.004 and max 0.17 / 0.08 / 0.04 for m = 32 / 128 / 512.
+  The test error was 1.6% / 1.2% / 0.7%, against 0.7% exact.
+- 2 GB store (p = 250 000, continuous; ``encoder_2gb_store.py``): max 2.3e-4 for
+  m = 4096.
+
+``"auto"`` picks exact when one block suffices. Either way the rank step
+evaluates every entry of X once (a sort per row, or one interpolation per entry),
+so it costs far more CPU than the one-pass kernels. On the 2 GB store it takes
+about two minutes on 2 shared cores.
 
 CLI
 ---
