@@ -21,7 +21,10 @@ every additive kernel statistic (x_i . u_k, ||x_i||^2, ||u_k||^2). Hence
 - :func:`cross_gram_pass` and :func:`rank_gram_block` — the cross-products
   the full-kernel form (Z = A W) needs.
 
-Every function returns lazy dask objects; nothing is computed here.
+Every ``*_pass`` / ``*_block`` function returns lazy dask objects; nothing is
+computed here. The ``*_local`` functions apply the same chunk kernels to an
+array already in memory (numpy input), with no graph. Class means are formed as a
+sparse one-hot product W^T X_j, which adds each row once.
 """
 
 from __future__ import annotations
