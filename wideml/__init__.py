@@ -6,9 +6,26 @@ from wideml.storage import create_store, open_store, write_store  # noqa: E402
 from wideml.storage.ingest import ingest  # noqa: E402
 from wideml.storage.rechunk import rechunk  # noqa: E402
 from wideml.storage.model import load_model, save_model  # noqa: E402
-from wideml.estimators import LFL, LOL, PCA, RRLDA, EmbeddingClassifier, cross_validate_dims  # noqa: E402
+from wideml.estimators import (  # noqa: E402
+    LFL,
+    LOL,
+    PCA,
+    RRLDA,
+    EmbeddingClassifier,
+    EncoderClassifier,
+    KernelLOL,
+    KernelPCA,
+    KPCATrick,
+    cross_validate_dims,
+    cross_validate_encoder,
+)
 
 __all__ = [
+    "EncoderClassifier",
+    "KPCATrick",
+    "KernelLOL",
+    "KernelPCA",
+    "cross_validate_encoder",
     "LFL",
     "LOL",
     "PCA",

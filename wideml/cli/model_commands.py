@@ -28,7 +28,14 @@ def register(sub, common) -> None:
     p.add_argument("--solver", choices=("auto", "gram", "randomized"), default="auto",
                    help="exact Gram (2 passes) or randomized range finder (n_power_iter + 3 passes); auto uses a cost model")
     p.add_argument("--n-power-iter", type=int, default=1, help="power iterations of the randomized solver (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="seed of random matrices (randomized solver, LFL)")
+    p.add_argument("--seed", type=int, default=0, help="seed of random matrices (randomized solver, LFL, encoder, KPCA)")
+    p.add_argument("--kernels", help="encoder: comma-separated kernels (default linear,euclidean,spearman)")
+    p.add_argument("--selection", choices=("cross_entropy", "loo_cross_entropy", "cv_cross_entropy"),
+                   help="encoder: kernel selection score (default cross_entropy, the paper's)")
+    p.add_argument("--kernel", choices=("rbf", "poly", "linear"), help="kpca-*/kernel-lol: kernel (default rbf)")
+    p.add_argument("--sigma", type=float, help="kpca-*/kernel-lol: RBF width per feature (default 1.0)")
+    p.add_argument("--kernel-selection", choices=("fixed", "cv", "alignment", "sum"),
+                   help="kpca-*: choose the RBF from the paper's 21 sigmas by cv, alignment, or their sum (default fixed)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model")
     p.set_defaults(handler=run_fit)
 
@@ -71,10 +78,13 @@ def _build(method_name: str, args) -> object:
     from wideml.estimators.registry import get_method
 
     method = get_method(method_name)
+    kernels = getattr(args, "kernels", None)
     emb = method.build(
         n_components=getattr(args, "n_components", None), robust=not getattr(args, "no_robust", False),
         orthogonalize=getattr(args, "orthogonalize", False), precision=getattr(args, "precision", None),
         solver=getattr(args, "solver", None), n_power_iter=getattr(args, "n_power_iter", None), seed=getattr(args, "seed", None),
+        kernels=tuple(k.strip() for k in kernels.split(",")) if kernels else None, selection=getattr(args, "selection", None),
+        kernel=getattr(args, "kernel", None), sigma=getattr(args, "sigma", None), kernel_selection=getattr(args, "kernel_selection", None),
     )
     if not method.wrap_classifier:
         return emb
@@ -90,15 +100,22 @@ def run_fit(args: argparse.Namespace) -> int:
     store = open_store(args.store)
     if store.y is None:
         raise WidemlError(f"store {args.store!r} holds no labels y; fitting needs a labelled store.")
-    est.fit(store)
+    est.fit(store, store.y)
     save_model(est, args.output, overwrite=args.overwrite,
                provenance={"store": str(Path(args.store).resolve()), "n_samples": store.n_samples, "n_features": store.n_features})
-    emb = est.embedding_ if hasattr(est, "classifier_") else est
-    passes = getattr(emb, "n_fit_passes_", None)
+    from wideml.estimators.classifier import EmbeddingClassifier
+
+    emb = est.embedding_ if isinstance(est, EmbeddingClassifier) else est
+    passes = getattr(emb, "n_fit_passes_", 1)
     reason = getattr(emb, "solver_reason_", "")
-    print(f"fitted {args.method} on {store.n_samples} samples x {store.n_features} features "
-          f"(d = {getattr(emb, 'n_components_', '?')}, solver = {getattr(emb, 'solver_', 'n/a')}"
-          f"{f': {reason}' if reason else ''}; {passes} pass{'' if passes == 1 else 'es'} over X); model written to {args.output}")
+    detail = [f"d = {emb.n_components_}"] if hasattr(emb, "n_components_") else []
+    if hasattr(emb, "solver_"):
+        detail.append(f"solver = {emb.solver_}" + (f": {reason}" if reason else ""))
+    if hasattr(emb, "kernel_"):
+        detail.append(f"kernel = {emb.kernel_}")
+    detail.append(f"{passes} pass{'' if passes == 1 else 'es'} over X")
+    print(f"fitted {args.method} on {store.n_samples} samples x {store.n_features} features ({'; '.join(detail)}); "
+          f"model written to {args.output}")
     return 0
 
 
@@ -172,18 +189,54 @@ def run_cv(args: argparse.Namespace) -> int:
     methods = {name: get_method(name) for name in names}
     estimators = {name: m.build(n_components=args.max_dim) for name, m in methods.items() if m.gram_based}
     other = [name for name, m in methods.items() if not m.gram_based]
-    if other:
-        raise WidemlError(f"cv against dimension is for the Gram-based methods; {', '.join(other)} have no dimension to choose.")
     store = open_store(args.store)
-    report = cross_validate_dims(estimators, store, cv=args.folds, classifier=args.classifier, random_state=args.seed)
-    print(report.table())
+    if estimators:
+        report = cross_validate_dims(estimators, store, cv=args.folds, classifier=args.classifier, random_state=args.seed)
+        print(report.table())
+        out = report.to_dict()
+    else:
+        report, out = None, {"results": {}}
+    if other:
+        out["fixed_dimension_methods"] = _cv_other(other, store, args)
     if args.output:
-        out = report.to_dict() | {"store": str(Path(args.store).resolve())}
+        out = out | {"store": str(Path(args.store).resolve())}
         _write_atomic(args.output, lambda fh: fh.write(json.dumps(out, indent=2).encode()))
         print(f"report written to {args.output}")
+    if args.plot and report is None:
+        raise WidemlError("--plot draws error against dimension, which only lol, qoq, pca and rrlda have; drop --plot or add one of them.")
     if args.plot:
         from wideml.cli.plots import plot_cv
 
         _write_atomic(args.plot, lambda fh: plot_cv(report, fh, title=f"{Path(args.store).name}: {report.n_folds}-fold CV"))
         print(f"plot written to {args.plot}")
     return 0
+
+
+def _cv_other(names: list[str], store, args) -> dict:
+    """Cross-validated error of methods without a dimension to choose (encoder: one pass; others: a fit per fold)."""
+    import numpy as np
+    from sklearn.model_selection import StratifiedKFold
+
+    from wideml.estimators.registry import get_method
+
+    results = {}
+    for name in names:
+        if name == "encoder":
+            from wideml.estimators.encoder import cross_validate_encoder
+
+            res = cross_validate_encoder(store, cv=args.folds, random_state=args.seed)
+            errors = np.asarray(res.get("fold_errors", res.get("errors", [])), dtype=float)
+        else:
+            if store.y is None:
+                raise WidemlError(f"store {args.store!r} holds no labels y; cross-validation needs labels.")
+            errors = []
+            folds = StratifiedKFold(args.folds, shuffle=True, random_state=args.seed)
+            X = store.X
+            for train, test in folds.split(np.zeros((store.n_samples, 1)), store.y):
+                est = get_method(name).build(seed=args.seed)
+                est.fit(X[np.sort(train)], store.y[np.sort(train)])
+                errors.append(float(np.mean(est.predict(X[np.sort(test)]) != store.y[np.sort(test)])))
+            errors = np.asarray(errors)
+        results[name] = {"fold_errors": errors.tolist(), "error": float(errors.mean()), "std": float(errors.std())}
+        print(f"{name:<10} {'-':>7} {results[name]['error']:>8.4f}   (fixed dimension; sd over folds {results[name]['std']:.4f})")
+    return results

@@ -2,7 +2,14 @@
 
 from wideml.estimators.classifier import EmbeddingClassifier
 from wideml.estimators.cv import CVReport, DimensionCV, cross_validate_dims
+from wideml.estimators.encoder import EncoderClassifier, cross_validate_encoder
+from wideml.estimators.kernel_lol import KernelLOL
+from wideml.estimators.kpca import KernelPCA
+from wideml.estimators.kpca_trick import KPCATrick
 from wideml.estimators.lfl import LFL
 from wideml.estimators.lol import LOL, PCA, RRLDA
 
-__all__ = ["CVReport", "DimensionCV", "EmbeddingClassifier", "LFL", "LOL", "PCA", "RRLDA", "cross_validate_dims"]
+__all__ = [
+    "CVReport", "DimensionCV", "EmbeddingClassifier", "EncoderClassifier", "KPCATrick", "KernelLOL", "KernelPCA",
+    "LFL", "LOL", "PCA", "RRLDA", "cross_validate_dims", "cross_validate_encoder",
+]

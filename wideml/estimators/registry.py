@@ -61,12 +61,42 @@ def _lfl(**kw):
     return LFL(kw.get("n_components"), robust_first=kw.get("robust_lfl", False), random_state=kw.get("seed") or 0)
 
 
+def _encoder(**kw):
+    from wideml.estimators.encoder import EncoderClassifier
+
+    return EncoderClassifier(kernels=kw.get("kernels") or ("linear", "euclidean", "spearman"),
+                             selection=kw.get("selection") or "cross_entropy", random_state=kw.get("seed") or 0)
+
+
+def _kpca(learner):
+    def build(**kw):
+        from wideml.estimators.kpca_trick import KPCATrick
+
+        return KPCATrick(learner=learner, kernel=kw.get("kernel") or "rbf", sigma=kw.get("sigma") or 1.0,
+                         selection=kw.get("kernel_selection") or "fixed", n_components=kw.get("n_components"),
+                         random_state=kw.get("seed") or 0)
+
+    return build
+
+
+def _kernel_lol(**kw):
+    from wideml.estimators.kernel_lol import KernelLOL
+
+    return KernelLOL(n_components=kw.get("n_components") or 10, kernel=kw.get("kernel") or "rbf", sigma=kw.get("sigma") or 1.0,
+                     random_state=kw.get("seed") or 0)
+
+
 METHODS: dict[str, Method] = {
     "lol": Method("lol", "LOL: class-centroid differences + class-centred principal directions, then LDA", _lol),
     "qoq": Method("qoq", "QOQ: centroid differences + per-class principal directions, then QDA", _qoq, "qda"),
     "pca": Method("pca", "PCA of the pooled-centred data, then LDA", _pca),
     "rrlda": Method("rrlda", "reduced-rank LDA (class-centred PCA), then LDA", _rrlda),
     "lfl": Method("lfl", "LFL: centroid differences + very sparse random projections (one pass), then LDA", _lfl, "lda", False),
+    "encoder": Method("encoder", "multi-kernel encoder (X-to-U kernels to the class means), then LDA", _encoder, "lda", False, False),
+    "kpca-nca": Method("kpca-nca", "KPCA trick + NCA, then 1-NN", _kpca("nca"), "1nn", False, False),
+    "kpca-lmnn": Method("kpca-lmnn", "KPCA trick + LMNN, then 1-NN", _kpca("lmnn"), "1nn", False, False),
+    "kpca-dne": Method("kpca-dne", "KPCA trick + DNE, then 1-NN", _kpca("dne"), "1nn", False, False),
+    "kernel-lol": Method("kernel-lol", "LOL on KPCA coordinates, then LDA", _kernel_lol, "lda", False, False),
 }
 
 
