@@ -11,7 +11,7 @@ from wideml.passes.keyed_random import gaussian_rows, sparse_sign_rows
 from wideml.storage.reader import READ_COUNTER
 
 
-def decaying_data(n=240, p=1500, K=3, seed=0):
+def decaying_data(n=150, p=800, K=3, seed=0):
     """Low-rank signal with a decaying spectrum plus noise: what a range finder is for."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, K, n)
@@ -33,7 +33,7 @@ def decaying_data(n=240, p=1500, K=3, seed=0):
 def test_randomized_matches_exact_and_ignores_chunking(make, ref):
     X, y = decaying_data()
     comps = []
-    for chunk in (1500, 229):
+    for chunk in (800, 229):
         est = make().fit(da.from_array(X, chunks=(X.shape[0], chunk)), y)
         A = np.asarray(est.components_).T
         comps.append(A)

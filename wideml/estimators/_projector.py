@@ -8,6 +8,7 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from wideml.algebra.lol import Projection
 from wideml.estimators._input import FitInput, fit_input, predict_input
@@ -19,6 +20,18 @@ from wideml.runtime import compute
 
 SOLVERS = ("auto", "gram", "randomized")
 PRECISIONS = ("float64", "float32")
+
+
+#: Below this many samples the n x n algebra runs on one BLAS thread: OpenBLAS threads on small
+#: matrices gain little and, on a busy machine, spin against other work (measured up to 30x slower).
+SMALL_ALGEBRA_N = 1500
+
+
+def small_algebra_threads(n: int):
+    """Context limiting BLAS to one thread for n x n algebra with n < SMALL_ALGEBRA_N."""
+    import contextlib
+
+    return threadpool_limits(1, user_api="blas") if n < SMALL_ALGEBRA_N else contextlib.nullcontext()
 
 
 def _inverse_cholesky(AtA: np.ndarray) -> np.ndarray:
@@ -179,8 +192,9 @@ class GramProjector(TransformerMixin, BaseEstimator):
             label=f"{type(self).__name__} fit, pass 1/2: Gram and class statistics",
         )
         P, Q = (stats.medians[0].P, stats.medians[0].Q) if median else (None, None)
-        proj = self._projection(stats.G, data.codes, K, P, Q, data.n_features, d)
-        return proj, proj.embed(stats.G, P), P
+        with small_algebra_threads(n):
+            proj = self._projection(stats.G, data.codes, K, P, Q, data.n_features, d)
+            return proj, proj.embed(stats.G, P), P
 
     def _fit_randomized(self, data: FitInput, d: int, median: bool, group):
         from wideml.algebra.randomized import orthonormal_basis
@@ -197,15 +211,18 @@ class GramProjector(TransformerMixin, BaseEstimator):
         (first,) = compute(sketch_pass(data.X, data.codes, K, medians=median, out_group=group, **kw),
                            label=f"{name} fit, pass 1/{total}: sketch and class statistics")
         Y, cg_means, cg_meds = first
-        Q = orthonormal_basis(Y)
+        with threadpool_limits(1, user_api="blas"):
+            Q = orthonormal_basis(Y)
         for i in range(self.n_power_iter + 1):
             last = i == self.n_power_iter
             (step,) = compute(sketch_pass(data.X, data.codes, K, Q=Q, **kw),
                               label=f"{name} fit, pass {i + 2}/{total}: {'Rayleigh-Ritz' if last else 'power iteration'}")
             Z = step[0]
             if not last:
-                Q = orthonormal_basis(Z)
-        proj = self._randomized_projection(data.codes, K, d, Q, Z, cg_meds if median else cg_means)
+                with threadpool_limits(1, user_api="blas"):
+                    Q = orthonormal_basis(Z)
+        with threadpool_limits(1, user_api="blas"):  # n x l algebra: threads only contend
+            proj = self._randomized_projection(data.codes, K, d, Q, Z, cg_meds if median else cg_means)
         return proj, None, None
 
     def _seed(self) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold, check_cv
 
 from wideml.estimators._input import fit_input
-from wideml.estimators._projector import GramProjector
+from wideml.estimators._projector import GramProjector, small_algebra_threads
 from wideml.estimators.classifier import make_classifier
 from wideml.exceptions import WidemlError
 from wideml.passes.gram import gram_pass
@@ -135,6 +135,15 @@ def cross_validate_dims(
         gram_pass(data.X, data.codes, K, median_subsets=[tr for tr, _ in folds] if robust else [], precision="float64"),
         label=f"cross-validation: one pass for {len(folds)} folds x {len(estimators)} method(s)",
     )
+    with small_algebra_threads(n):
+        results = _fold_results(estimators, stats, data, folds, dims, classifier, robust)
+    chance = 1.0 - np.bincount(data.codes).max() / n
+    return CVReport(results=results, n_folds=len(folds), classifier=classifier, n_passes=1, chance_error=float(chance))
+
+
+def _fold_results(estimators, stats, data, folds, dims, classifier, robust) -> dict:
+    """Per method: the error of every fold and dimension, from the Gram's sub-blocks (no pass over X)."""
+    K = data.n_classes
     results = {}
     for name, est in estimators.items():
         d_max = est.n_components if est.n_components is not None else est._default_components(data)
@@ -160,5 +169,4 @@ def cross_validate_dims(
             method=name, dims=grid, errors=mean.tolist(), stds=fold_errors.std(axis=0).tolist(),
             fold_errors=fold_errors.tolist(), best_dim=grid[best], best_error=float(mean[best]),
         )
-    chance = 1.0 - np.bincount(data.codes).max() / n
-    return CVReport(results=results, n_folds=len(folds), classifier=classifier, n_passes=1, chance_error=float(chance))
+    return results
