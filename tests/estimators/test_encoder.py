@@ -208,3 +208,11 @@ def test_full_form_is_the_kernel_matrix_times_w(kernel, xy):
     est = EncoderClassifier(kernels=kernel, form="full").fit(X, y)
     np.testing.assert_allclose(est.embedding_, A @ W, atol=1e-9)
     np.testing.assert_allclose(est.transform(X[:5]), A[:5] @ W, atol=1e-9)
+
+
+def test_refit_deletes_the_previous_fits_arrays(stores, tmp_path):
+    est = EncoderClassifier(kernels="linear", workdir=str(tmp_path / "work"))
+    est.fit(open_store(stores[0]))
+    first = est._group
+    est.fit(open_store(stores[0]))
+    assert not Path(first).exists() and Path(est._group).exists()

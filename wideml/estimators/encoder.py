@@ -569,6 +569,7 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             arrays = {enc.CLASS_MEANS: ((K, p), (K, width))}
             if use_rank:
                 arrays[enc.CLASS_MEAN_RANKS] = ((K, p), (K, width))
+            self._drop_previous_group()
             group = new_model_group(self, self.workdir, arrays)
         sketch = alg.sketch_features(p, self.sketch_size, self.random_state) if plan[0] == "approx" else None
         keep = data.in_memory or plan[0] == "exact"
@@ -609,6 +610,16 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 self.class_mean_ranks_ = S_mem[:K]
         self.rank_sums_ = (ranks.s_sum[:K], ranks.s_sq[:K]) if ranks is not None else None
         self._train_X = None
+
+    def _drop_previous_group(self) -> None:
+        """A refit replaces the store-backed arrays of the previous fit: delete them now, not at exit."""
+        import os
+        import shutil
+
+        old = getattr(self, "_group", None)
+        if old:
+            shutil.rmtree(os.path.dirname(old), ignore_errors=True)
+            self._group = None
 
     def _fit_full(self, data, kernels) -> None:
         from wideml.passes.gram import gram_pass
