@@ -625,6 +625,7 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         from wideml.passes.gram import gram_pass
 
         n, p, K = data.n_samples, data.n_features, data.n_classes
+        self._drop_previous_group()
         Xd = _dask_view(data)
         graphs = [gram_pass(Xd)]
         if "spearman" in kernels:
