@@ -84,3 +84,9 @@ def test_predict_store_with_other_feature_count(tmp_path, capsys, store):
     write_store(tmp_path / "other.zarr", X, y)
     code, out, err = _run(capsys, "predict", model, tmp_path / "other.zarr")
     assert code == 2 and "has 299 features" in err and "expecting 300" in err
+
+
+def test_kpca_sigma_zero_is_refused(tmp_path, capsys, store):
+    code, out, err = _run(capsys, "fit", "kpca-nca", store, "-o", tmp_path / "m", "--sigma", "0")
+    assert code == 2 and "sigma" in err and "Traceback" not in err
+    assert not (tmp_path / "m").exists()

@@ -20,7 +20,8 @@ def register(sub, common) -> None:
     p.add_argument("method", help=f"one of: {', '.join(METHODS)}")
     p.add_argument("store", help="training feature store (must hold labels y)")
     p.add_argument("-o", "--output", required=True, help="model directory to write")
-    p.add_argument("--n-components", type=_positive_int, help="embedding dimension d (default: number of classes)")
+    p.add_argument("--n-components", type=_positive_int,
+                   help="embedding dimension d (default: number of classes; kpca-*: 100 KPCA components; kernel-lol: 10)")
     p.add_argument("--classifier", choices=("lda", "qda"), help="classifier on the embedding (default: qda for qoq, else lda)")
     p.add_argument("--no-robust", action="store_true", help="class means instead of medians for LOL/QOQ centroid differences")
     p.add_argument("--orthogonalize", action="store_true", help="orthonormalise the LOL/QOQ directions")

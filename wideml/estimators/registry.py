@@ -68,12 +68,16 @@ def _encoder(**kw):
                              selection=kw.get("selection") or "cross_entropy", random_state=kw.get("seed") or 0)
 
 
+def _sigma(kw) -> float:
+    return 1.0 if kw.get("sigma") is None else kw["sigma"]
+
+
 def _kpca(learner):
     def build(**kw):
         from wideml.estimators.kpca_trick import KPCATrick
 
-        return KPCATrick(learner=learner, kernel=kw.get("kernel") or "rbf", sigma=kw.get("sigma") or 1.0,
-                         selection=kw.get("kernel_selection") or "fixed", n_components=kw.get("n_components"),
+        return KPCATrick(learner=learner, kernel=kw.get("kernel") or "rbf", sigma=_sigma(kw),
+                         selection=kw.get("kernel_selection") or "fixed", n_components=kw.get("n_components") or 100,
                          random_state=kw.get("seed") or 0)
 
     return build
@@ -82,7 +86,7 @@ def _kpca(learner):
 def _kernel_lol(**kw):
     from wideml.estimators.kernel_lol import KernelLOL
 
-    return KernelLOL(n_components=kw.get("n_components") or 10, kernel=kw.get("kernel") or "rbf", sigma=kw.get("sigma") or 1.0,
+    return KernelLOL(n_components=kw.get("n_components") or 10, kernel=kw.get("kernel") or "rbf", sigma=_sigma(kw),
                      random_state=kw.get("seed") or 0)
 
 
