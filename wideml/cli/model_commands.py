@@ -21,7 +21,7 @@ def register(sub, common) -> None:
     p.add_argument("store", help="training feature store (must hold labels y)")
     p.add_argument("-o", "--output", required=True, help="model directory to write")
     p.add_argument("--n-components", type=_positive_int,
-                   help="embedding dimension d (default: number of classes; kpca-*: 100 KPCA components; kernel-lol: 10)")
+                   help="embedding dimension d (default: number of classes; kpca-*: 100 KPCA components, or all non-zero ones up to 200 samples; kernel-lol: 10)")
     p.add_argument("--classifier", choices=("lda", "qda"), help="classifier on the embedding (default: qda for qoq, else lda)")
     p.add_argument("--no-robust", action="store_true", help="class means instead of medians for LOL/QOQ centroid differences")
     p.add_argument("--orthogonalize", action="store_true", help="orthonormalise the LOL/QOQ directions")
@@ -74,7 +74,7 @@ def _check_new_output(path: str | None, overwrite: bool) -> None:
         check_output(path, overwrite)
 
 
-def _build(method_name: str, args) -> object:
+def _build(method_name: str, args, n_samples: int | None = None) -> object:
     from wideml.estimators.classifier import EmbeddingClassifier
     from wideml.estimators.registry import get_method
 
@@ -86,6 +86,7 @@ def _build(method_name: str, args) -> object:
         solver=getattr(args, "solver", None), n_power_iter=getattr(args, "n_power_iter", None), seed=getattr(args, "seed", None),
         kernels=tuple(k.strip() for k in kernels.split(",")) if kernels else None, selection=getattr(args, "selection", None),
         kernel=getattr(args, "kernel", None), sigma=getattr(args, "sigma", None), kernel_selection=getattr(args, "kernel_selection", None),
+        n_samples=n_samples,
     )
     if not method.wrap_classifier:
         return emb
@@ -97,8 +98,8 @@ def run_fit(args: argparse.Namespace) -> int:
     from wideml.storage.model import save_model
 
     _check_new_output(args.output, args.overwrite)
-    est = _build(args.method, args)
     store = open_store(args.store)
+    est = _build(args.method, args, store.n_samples)
     if store.y is None:
         raise WidemlError(f"store {args.store!r} holds no labels y; fitting needs a labelled store.")
     est.fit(store, store.y)

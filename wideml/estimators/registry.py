@@ -72,12 +72,18 @@ def _sigma(kw) -> float:
     return 1.0 if kw.get("sigma") is None else kw["sigma"]
 
 
+def _kpca_default_components(n_samples: int | None) -> int | None:
+    """100 KPCA components (the paper suggests 100-200) when there are more samples; else all non-zero ones."""
+    return 100 if n_samples is not None and n_samples > 200 else None
+
+
 def _kpca(learner):
     def build(**kw):
         from wideml.estimators.kpca_trick import KPCATrick
 
         return KPCATrick(learner=learner, kernel=kw.get("kernel") or "rbf", sigma=_sigma(kw),
-                         selection=kw.get("kernel_selection") or "fixed", n_components=kw.get("n_components") or 100,
+                         selection=kw.get("kernel_selection") or "fixed",
+                         n_components=kw.get("n_components") or _kpca_default_components(kw.get("n_samples")),
                          random_state=kw.get("seed") or 0)
 
     return build
