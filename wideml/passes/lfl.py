@@ -20,6 +20,21 @@ from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _group_
 from wideml.passes.keyed_random import sparse_sign_rows
 
 
+def _times_sparse(x: np.ndarray, R) -> np.ndarray:
+    """x @ R for dense x (n x p_j) and very sparse R (p_j x k): gather the few columns R touches.
+
+    scipy's dense-times-sparse transposes and copies x; gathering the ~p_j k density
+    columns and summing them into k outputs costs next to nothing instead.
+    """
+    coo = R.tocoo()
+    out = np.zeros((x.shape[0], R.shape[1]))
+    if coo.nnz:
+        mix = np.zeros((coo.nnz, R.shape[1]))
+        mix[np.arange(coo.nnz), coo.col] = coo.data
+        out = (x[:, coo.row] @ mix).astype(np.float64, copy=False)
+    return out
+
+
 def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, out_group):
     block = np.asarray(block)
     bad = first_nonfinite(block, int(offset))
@@ -36,7 +51,7 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
     if robust:
         _write(out_group, CLASS_MEDIANS, cent, offset)
     R = sparse_sign_rows(seed, int(offset), int(offset) + x.shape[1], k, density)
-    XR = np.asarray((R.T @ x.T).T) if k else np.zeros((x.shape[0], 0))
+    XR = _times_sparse(x, R)
     stats = {"XC": x @ cent.T, "CC": cent @ cent.T, "mC": m @ cent.T, "XR": XR, "mR": np.asarray(R.T @ m).ravel()}
     if out_group is None:
         stats["cent"] = cent
@@ -102,7 +117,7 @@ def _lfl_project_chunk(block, offset, cent_block, Dm, seed, k, density):
     out = x @ (np.asarray(cent_block, dtype=np.float64).T @ Dm)
     if k:
         R = sparse_sign_rows(seed, int(offset), int(offset) + x.shape[1], k, density)
-        out = np.hstack([out, np.asarray((R.T @ x.T).T)])
+        out = np.hstack([out, _times_sparse(x, R)])
     return out
 
 
