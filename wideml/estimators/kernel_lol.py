@@ -11,26 +11,17 @@ linear LOL (same embedding up to rotation).
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
-from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
-from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.kpca import DEFAULT_TOL
 from wideml.algebra.lol import lol_projection
-from wideml.estimators.kpca import KernelBasis, TrainingData, choose_landmarks, fit_basis, make_kernel, new_products, one_blas_thread, training_input, training_products
+from wideml.estimators.classifier import make_classifier
+from wideml.estimators.kpca import (KernelEmbeddingMixin, choose_landmarks, fit_basis, make_kernel, one_blas_thread, training_input,
+                                    training_products)
 from wideml.exceptions import WidemlError
 
 
-def _classifier(name: str):
-    if name == "lda":
-        return LinearDiscriminantAnalysis()
-    if name == "qda":
-        return QuadraticDiscriminantAnalysis(reg_param=1e-6)
-    raise WidemlError(f"classifier {name!r} is not 'lda' or 'qda'; pick one of them.")
-
-
-class KernelLOL(ClassifierMixin, TransformerMixin, BaseEstimator):
+class KernelLOL(KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """LOL in a kernel's feature space, then LDA (or QDA), from one Gram pass.
 
     Parameters
@@ -86,7 +77,7 @@ class KernelLOL(ClassifierMixin, TransformerMixin, BaseEstimator):
         """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels; one pass over X."""
         if self.first_moment != "mean":
             raise WidemlError(f"Kernel LOL supports first_moment='mean' only, got {self.first_moment!r}; class medians are not defined in feature space.")
-        _classifier(self.classifier)
+        make_classifier(self.classifier)
         kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
         self.training_, codes, self.classes_ = training_input(X, y)
         Xd = self.training_.array()
@@ -100,56 +91,15 @@ class KernelLOL(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.components_ = (F.T @ proj.B).T
         self.embedding_ = F @ self.components_.T
         self._codes = codes
-        self.classifier_ = _classifier(self.classifier).fit(self.embedding_, codes)
+        self._fit_head()
         self.n_features_in_ = int(Xd.shape[1])
         return self
 
-    def fit_transform(self, X, y) -> np.ndarray:
-        """Fit and return the training samples' embedding (n x d); one pass over X."""
-        return self.fit(X, y).embedding_
+    def _head(self):
+        return self.classifier_
 
-    def transform(self, X) -> np.ndarray:
-        """LOL embedding (m x d) of new samples; one pass over X and the training data together."""
-        check_is_fitted(self, "components_")
-        return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_, type(self).__name__)) @ self.components_.T
-
-    def predict(self, X) -> np.ndarray:
-        """Class labels; one pass over X and the training data together."""
-        check_is_fitted(self, "components_")
-        return self.classes_[self.classifier_.predict(self.transform(X))]
-
-    def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities (m x n_classes); one pass over X and the training data together."""
-        check_is_fitted(self, "components_")
-        return self.classifier_.predict_proba(self.transform(X))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
-    def _model_state(self):
-        st, arrays = self.basis_.state()
-        tst, tarr = self.training_.state()
-        arrays.update(tarr)
-        arrays.update({"components": self.components_, "embedding": self.embedding_, "codes": self._codes, "classes": self.classes_})
-        if self.landmarks_ is not None:
-            arrays["landmarks"] = self.landmarks_
-        return {"basis": st, "training": tst, "n_features_in": self.n_features_in_}, arrays
-
-    @classmethod
-    def _from_model_state(cls, params, state, arrays):
-        est = cls(**params)
-        est.basis_ = KernelBasis.from_state(state["basis"], arrays)
-        est.training_ = TrainingData.from_state(state["training"], arrays)
-        est.components_ = np.asarray(arrays["components"][...])
-        est.embedding_ = np.asarray(arrays["embedding"][...])
-        est._codes = np.asarray(arrays["codes"][...])
-        est.classes_ = np.asarray(arrays["classes"][...])
-        est.landmarks_ = np.asarray(arrays["landmarks"][...]) if "landmarks" in arrays else None
-        est.classifier_ = _classifier(est.classifier).fit(est.embedding_, est._codes)
-        est.n_features_in_ = int(state["n_features_in"])
-        return est
+    def _fit_head(self) -> None:
+        self.classifier_ = make_classifier(self.classifier).fit(self.embedding_, self._codes)
 
 
 __all__ = ["KernelLOL"]

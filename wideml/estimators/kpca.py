@@ -390,3 +390,64 @@ class KernelPCA(TransformerMixin, BaseEstimator):
 
 
 __all__ = ["KernelBasis", "KernelPCA", "Products", "TrainingData", "choose_landmarks", "fit_basis", "new_products", "one_blas_thread", "training_input", "training_products"]
+
+
+class KernelEmbeddingMixin:
+    """What the estimators that map KPCA coordinates linearly (``components_``) and then classify share.
+
+    Subclasses set ``basis_``, ``training_``, ``landmarks_``, ``components_``, ``embedding_``,
+    ``classes_``, ``_codes`` and ``n_features_in_`` in ``fit``, and implement ``_head()``
+    returning the fitted classifier on the embedding and ``_fit_head()`` refitting it.
+    """
+
+    def fit_transform(self, X, y) -> np.ndarray:
+        """Fit and return the training samples' embedding (n x d); one pass over X."""
+        return self.fit(X, y).embedding_
+
+    def transform(self, X) -> np.ndarray:
+        """Embedding (m x d) of new samples; one pass over X and the training data together."""
+        check_is_fitted(self, "components_")
+        return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_, type(self).__name__)) @ self.components_.T
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels; one pass over X and the training data together."""
+        check_is_fitted(self, "components_")
+        return self.classes_[self._head().predict(self.transform(X))]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities (m x n_classes); one pass over X and the training data together."""
+        check_is_fitted(self, "components_")
+        return self._head().predict_proba(self.transform(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    def _model_state(self):
+        st, arrays = self.basis_.state()
+        tst, tarr = self.training_.state()
+        arrays.update(tarr)
+        arrays.update({"components": self.components_, "embedding": self.embedding_, "codes": self._codes, "classes": self.classes_})
+        if self.landmarks_ is not None:
+            arrays["landmarks"] = self.landmarks_
+        return {"basis": st, "training": tst, "n_features_in": self.n_features_in_}, arrays
+
+    @classmethod
+    def _from_model_state(cls, params, state, arrays):
+        est = cls(**params)
+        est.basis_ = KernelBasis.from_state(state["basis"], arrays)
+        est.training_ = TrainingData.from_state(state["training"], arrays)
+        est.components_ = np.asarray(arrays["components"][...])
+        est.embedding_ = np.asarray(arrays["embedding"][...])
+        est._codes = np.asarray(arrays["codes"][...])
+        est.classes_ = np.asarray(arrays["classes"][...])
+        est.landmarks_ = np.asarray(arrays["landmarks"][...]) if "landmarks" in arrays else None
+        est.n_features_in_ = int(state["n_features_in"])
+        est._restore_extra(arrays)
+        est._fit_head()
+        return est
+
+    def _restore_extra(self, arrays) -> None:
+        """Hook for subclass-specific arrays saved by ``_model_state``."""
+

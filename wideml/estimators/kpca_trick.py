@@ -27,8 +27,8 @@ from wideml.algebra.kernels import PAPER_SIGMAS, CombinedKernel, rbf_family
 from wideml.algebra.kpca import DEFAULT_TOL, fit_kpca
 from wideml.algebra.metric.dne import fit_dne
 from wideml.algebra.metric.lmnn import fit_lmnn
-from wideml.estimators.kpca import (KernelBasis, Products, TrainingData, choose_landmarks, fit_basis, make_kernel,
-                                    new_products, one_blas_thread, training_input, training_products)
+from wideml.estimators.kpca import (KernelEmbeddingMixin, Products, choose_landmarks, fit_basis, make_kernel, one_blas_thread,
+                                    training_input, training_products)
 from wideml.exceptions import WidemlError
 
 LEARNERS = ("nca", "lmnn", "dne", "none")
@@ -164,7 +164,7 @@ def fit_learner(learner, F: np.ndarray, codes: np.ndarray, target_sq_dist: np.nd
 # --------------------------------------------------------------------------- the KPCA trick
 
 
-class KPCATrick(ClassifierMixin, TransformerMixin, BaseEstimator):
+class KPCATrick(KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Kernelised metric learning by the KPCA trick, with 1-NN under the learned metric.
 
     Parameters
@@ -334,61 +334,23 @@ class KPCATrick(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.components_ = fit_learner(self.learner_, F, codes, target_sq)
         self.embedding_ = F @ self.components_.T
         self._codes = codes
-        self.nn_ = KNeighborsClassifier(n_neighbors=int(self.n_neighbors)).fit(self.embedding_, codes)
+        self._fit_head()
 
-    def fit_transform(self, X, y) -> np.ndarray:
-        """Fit and return the training samples in the learned metric (n x d); one pass over X."""
-        return self.fit(X, y).embedding_
+    def _head(self):
+        return self.nn_
 
-    def transform(self, X) -> np.ndarray:
-        """New samples in the learned metric (m x d); one pass over X and the training data together."""
-        check_is_fitted(self, "components_")
-        return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_, type(self).__name__)) @ self.components_.T
-
-    def predict(self, X) -> np.ndarray:
-        """k-NN labels (1-NN by default) under the learned metric; one pass over X and the training data."""
-        check_is_fitted(self, "components_")
-        return self.classes_[self.nn_.predict(self.transform(X))]
-
-    def predict_proba(self, X) -> np.ndarray:
-        """k-NN class frequencies (m x n_classes); one pass over X and the training data."""
-        check_is_fitted(self, "components_")
-        return self.nn_.predict_proba(self.transform(X))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
-    # ---- model store
+    def _fit_head(self) -> None:
+        self.nn_ = KNeighborsClassifier(n_neighbors=int(self.n_neighbors)).fit(self.embedding_, self._codes)
 
     def _model_state(self):
-        st, arrays = self.basis_.state()
-        tst, tarr = self.training_.state()
-        arrays.update(tarr)
-        arrays.update({"components": self.components_, "embedding": self.embedding_, "codes": self._codes,
-                       "classes": self.classes_})
-        if self.landmarks_ is not None:
-            arrays["landmarks"] = self.landmarks_
+        state, arrays = super()._model_state()
         if self.selection_scores_ is not None:
             arrays["selection_scores"] = np.asarray(self.selection_scores_)
-        return {"basis": st, "training": tst, "n_features_in": self.n_features_in_}, arrays
+        return state, arrays
 
-    @classmethod
-    def _from_model_state(cls, params, state, arrays):
-        est = cls(**params)
-        est.basis_ = KernelBasis.from_state(state["basis"], arrays)
-        est.kernel_ = est.basis_.kernel
-        est.training_ = TrainingData.from_state(state["training"], arrays)
-        est.components_ = np.asarray(arrays["components"][...])
-        est.embedding_ = np.asarray(arrays["embedding"][...])
-        est._codes = np.asarray(arrays["codes"][...])
-        est.classes_ = np.asarray(arrays["classes"][...])
-        est.landmarks_ = np.asarray(arrays["landmarks"][...]) if "landmarks" in arrays else None
-        est.selection_scores_ = np.asarray(arrays["selection_scores"][...]) if "selection_scores" in arrays else None
-        est.nn_ = KNeighborsClassifier(n_neighbors=int(est.n_neighbors)).fit(est.embedding_, est._codes)
-        est.n_features_in_ = int(state["n_features_in"])
-        return est
+    def _restore_extra(self, arrays) -> None:
+        self.kernel_ = self.basis_.kernel
+        self.selection_scores_ = np.asarray(arrays["selection_scores"][...]) if "selection_scores" in arrays else None
 
 
 __all__ = ["DNE", "KPCATrick", "LMNN", "LEARNERS", "SELECTIONS", "fit_learner", "make_learner"]
