@@ -1,42 +1,44 @@
 """``solver="auto"``: choose the exact Gram solver or the randomized one from a cost model.
 
-Cost model (seconds, on the machine class this was calibrated on; constants below):
+Cost model of a whole fit, in seconds (constants below, calibrated on the benchmark grid of
+``benchmarks/scaling_solvers.py --part B``: n in {500, 2000, 8000}, d in {10, 100}, 1 GB
+float32 stores, 2 cores):
 
-- exact Gram: one pass whose compute is the float64 product X_c X_c^T,
-  ``n^2 p / GRAM_FLOPS``, overlapped with reading (``max(read, compute)``),
-  plus the n x n eigensolve ``EIGH_COEF * n^3 / GRAM_FLOPS``;
-- randomized: ``n_power_iter + 2`` passes, each ``max(read, 2 n l p / GEMM_FLOPS)``
-  with l = d + n_oversamples (the sketch products X_c Omega and X_c (X_c^T Q));
-- every pass also pays ``PASS_OVERHEAD``.
+- exact Gram: 2 passes (Gram + emit), each ``GRAM_PASS_S_PER_GB`` per GB of X, plus the
+  product ``n^2 p / GRAM_RATE`` and the n x n algebra (centring, eigensolve)
+  ``EIGH_COEF * n^3 / GRAM_RATE``;
+- randomized: n_power_iter + 3 passes (sketch, power steps, Rayleigh-Ritz, emit), each
+  ``SKETCH_PASS_S_PER_GB`` per GB plus, for the n_power_iter + 2 sketch passes, the thin
+  products ``2 n l p / SKETCH_RATE`` with l = d + n_oversamples.
 
-Both then pay the same emit pass, which is left out. Memory: the Gram solver
-keeps a few n x n float64 matrices alive (``GRAM_COPIES``); if they do not fit
-half the memory budget (config ``memory-limit``) the randomized solver is used
+Memory: the Gram solver keeps a few n x n float64 matrices alive (``GRAM_COPIES``); if they
+do not fit half the memory budget (config ``memory-limit``) the randomized solver is used
 whatever the time estimate says.
 """
 
 from __future__ import annotations
 
-#: Effective float64 GEMM/SYRK rate of one Gram product over both cores (FLOP/s, multiply-adds counted once).
-GRAM_FLOPS = 4.0e10
-#: Effective rate of the thin products of the sketch passes (memory-bound, lower than GRAM_FLOPS).
-GEMM_FLOPS = 1.5e10
-#: Bytes per second of one read pass from the page cache.
-READ_BPS = 1.5e9
-#: Cost of the n x n eigensolve in units of n^3 / GRAM_FLOPS.
-EIGH_COEF = 3.0
-#: Fixed cost of one pass (graph construction, scheduling, small algebra), seconds.
-PASS_OVERHEAD = 0.1
+#: Seconds per GB of X for one pass of the Gram solver (read, float64 copy, centring, statistics).
+GRAM_PASS_S_PER_GB = 1.8
+#: Seconds per GB of X for one pass of the randomized solver.
+SKETCH_PASS_S_PER_GB = 1.55
+#: Rate of the chunk Gram products, in units of n^2 p per second.
+GRAM_RATE = 1.7e11
+#: Rate of the sketch passes' thin products, in units of 2 n l p per second.
+SKETCH_RATE = 3.0e10
+#: Cost of the n x n algebra in units of n^3 / GRAM_RATE.
+EIGH_COEF = 15.0
 #: n x n float64 matrices alive at once in the Gram pass (accumulators, tree partials, eigensolve workspace).
 GRAM_COPIES = 6
 
 
 def estimate_seconds(n: int, p: int, d: int, n_power_iter: int = 1, n_oversamples: int = 10, itemsize: int = 4) -> dict[str, float]:
-    """Estimated fit time (without the common emit pass) of both solvers."""
-    read = n * p * itemsize / READ_BPS
-    gram = PASS_OVERHEAD + max(read, n * n * p / GRAM_FLOPS) + EIGH_COEF * n**3 / GRAM_FLOPS
+    """Estimated fit time of both solvers (emit pass included)."""
+    gb = n * p * itemsize / 1e9
+    gram = 2 * GRAM_PASS_S_PER_GB * gb + n * n * p / GRAM_RATE + EIGH_COEF * n**3 / GRAM_RATE
     width = min(n, d + n_oversamples)
-    randomized = (n_power_iter + 2) * (PASS_OVERHEAD + max(read, 2 * n * width * p / GEMM_FLOPS))
+    sketch_passes = n_power_iter + 2
+    randomized = (sketch_passes + 1) * SKETCH_PASS_S_PER_GB * gb + sketch_passes * 2 * n * width * p / SKETCH_RATE
     return {"gram": gram, "randomized": randomized}
 
 
