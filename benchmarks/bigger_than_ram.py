@@ -54,6 +54,7 @@ def main() -> None:
     res["ram_bytes"] = psutil.virtual_memory().total
     if not args.skip_store:
         work = Path(args.workdir or tempfile.mkdtemp(prefix="wideml-big-"))
+        work.mkdir(parents=True, exist_ok=True)
         path = work / "big.zarr"
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "wideml.cli.main", "simulate", "trunk", "--n-samples", str(args.n), "--n-features", str(args.p),
