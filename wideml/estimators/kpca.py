@@ -367,13 +367,7 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_, type(self).__name__))
 
     def _model_state(self):
-        st, arrays = self.basis_.state()
-        tst, tarr = self.training_.state()
-        arrays.update(tarr)
-        arrays["embedding"] = self.embedding_
-        if self.landmarks_ is not None:
-            arrays["landmarks"] = self.landmarks_
-        return {"basis": st, "training": tst, "n_features_in": self.n_features_in_}, arrays
+        return kernel_model_state(self)
 
     @classmethod
     def _from_model_state(cls, params, state, arrays):
@@ -390,6 +384,17 @@ class KernelPCA(TransformerMixin, BaseEstimator):
 
 
 __all__ = ["KernelBasis", "KernelPCA", "Products", "TrainingData", "choose_landmarks", "fit_basis", "new_products", "one_blas_thread", "training_input", "training_products"]
+
+
+def kernel_model_state(est) -> tuple[dict, dict]:
+    """Model-store state shared by the kernel estimators: KPCA basis, training data, embedding, landmarks."""
+    st, arrays = est.basis_.state()
+    tst, tarr = est.training_.state()
+    arrays.update(tarr)
+    arrays["embedding"] = est.embedding_
+    if est.landmarks_ is not None:
+        arrays["landmarks"] = est.landmarks_
+    return {"basis": st, "training": tst, "n_features_in": est.n_features_in_}, arrays
 
 
 class KernelEmbeddingMixin:
@@ -425,13 +430,9 @@ class KernelEmbeddingMixin:
         return tags
 
     def _model_state(self):
-        st, arrays = self.basis_.state()
-        tst, tarr = self.training_.state()
-        arrays.update(tarr)
-        arrays.update({"components": self.components_, "embedding": self.embedding_, "codes": self._codes, "classes": self.classes_})
-        if self.landmarks_ is not None:
-            arrays["landmarks"] = self.landmarks_
-        return {"basis": st, "training": tst, "n_features_in": self.n_features_in_}, arrays
+        state, arrays = kernel_model_state(self)
+        arrays.update({"components": self.components_, "codes": self._codes, "classes": self.classes_})
+        return state, arrays
 
     @classmethod
     def _from_model_state(cls, params, state, arrays):
