@@ -9,6 +9,8 @@ from wideml import LOL, PCA, RRLDA, write_store, open_store
 
 CHUNKINGS = [500, 64, 7]  # features per chunk: one chunk, several, many tiny
 TOL = 1e-6
+#: Default precision="auto" multiplies float32 data in float32: documented, measured bound.
+TOL_FLOAT32 = 1e-4
 
 
 def _fit_components(est, X, y, chunk):
@@ -23,7 +25,7 @@ def _fit_components(est, X, y, chunk):
 def test_lol_matches_reference(K, dtype, chunk, robust):
     X, y = make_data(n=84, p=500, K=K, dtype=dtype)
     d = K + 4
-    A = _fit_components(LOL(d, robust_first=robust), X, y, chunk)
+    A = _fit_components(LOL(d, robust_first=robust, precision="float64"), X, y, chunk)
     ref = reference_lol(X, y, d, robust=robust)
     assert max_angle(A, ref) < TOL
     # the centroid-difference block on its own, and every prefix (nesting)
@@ -37,12 +39,30 @@ def test_lol_with_feature_offsets_and_weak_signal(dtype, chunk):
     """Offsets of 1e3 and signal of 1e-2: chunk-centring before the product keeps the subspace exact."""
     X, y = make_data(n=84, p=500, K=3, offset=1e3, signal=1e-2, dtype=dtype)
     for est, ref in [
+        (LOL(6, robust_first=False, precision="float64"), reference_lol(X, y, 6)),
+        (LOL(6, precision="float64"), reference_lol(X, y, 6, robust=True)),
+        (PCA(5, precision="float64"), reference_pca(X, 5)),
+        (RRLDA(5, precision="float64"), reference_rrlda(X, y, 5)),
+    ]:
+        assert max_angle(_fit_components(est, X, y, chunk), ref) < TOL, type(est).__name__
+
+
+@pytest.mark.parametrize("chunk", CHUNKINGS)
+@pytest.mark.parametrize("offset,signal", [(0.0, 1.0), (1e3, 1e-2)])
+def test_default_float32_products_stay_close(chunk, offset, signal):
+    """precision="auto" on float32 data: float32 chunk products, float64 sums; within TOL_FLOAT32 of the exact subspace."""
+    X, y = make_data(n=84, p=500, K=3, offset=offset, signal=signal, dtype=np.float32)
+    for est, ref in [
         (LOL(6, robust_first=False), reference_lol(X, y, 6)),
         (LOL(6), reference_lol(X, y, 6, robust=True)),
+        (LOL(6, robust_first=False, second_moment="quadratic"), reference_lol(X, y, 6, second_moment="quadratic")),
         (PCA(5), reference_pca(X, 5)),
         (RRLDA(5), reference_rrlda(X, y, 5)),
     ]:
-        assert max_angle(_fit_components(est, X, y, chunk), ref) < TOL, type(est).__name__
+        angle = max_angle(_fit_components(est, X, y, chunk), ref)
+        assert angle < TOL_FLOAT32, (type(est).__name__, angle)
+        assert est.precision_ == "float32"
+    assert LOL(2).fit(X.astype(np.float64), y).precision_ == "float64"
 
 
 @pytest.mark.parametrize("K", [2, 3, 7])
@@ -59,13 +79,13 @@ def test_qoq_matches_reference(K, chunk):
 @pytest.mark.parametrize("chunk", CHUNKINGS)
 def test_pca_and_rrlda_match_reference(K, dtype, chunk):
     X, y = make_data(n=84, p=300, K=K, dtype=dtype)
-    assert max_angle(_fit_components(PCA(6), X, y, chunk), reference_pca(X, 6)) < TOL
-    assert max_angle(_fit_components(RRLDA(6), X, y, chunk), reference_rrlda(X, y, 6)) < TOL
+    assert max_angle(_fit_components(PCA(6, precision="float64"), X, y, chunk), reference_pca(X, 6)) < TOL
+    assert max_angle(_fit_components(RRLDA(6, precision="float64"), X, y, chunk), reference_rrlda(X, y, 6)) < TOL
 
 
 def test_orthogonalize_keeps_span_and_gives_orthonormal_columns():
     X, y = make_data(n=84, p=300, K=3)
-    A = np.asarray(LOL(6, orthogonalize=True).fit(X, y).components_).T
+    A = np.asarray(LOL(6, orthogonalize=True, precision="float64").fit(X, y).components_).T
     np.testing.assert_allclose(A.T @ A, np.eye(6), atol=1e-9)
     assert max_angle(A, reference_lol(X, y, 6, robust=True)) < TOL
     # Gram-Schmidt order: the first column is the unit centroid difference

@@ -30,7 +30,8 @@ def test_gram_and_medians_match_numpy(chunks, dtype):
     X, codes = _data(dtype, offset=1e3)
     sub = np.arange(0, 60, 2)
     with dask.config.set(scheduler="threads"):
-        (st,) = dask.compute(gram_pass(da.from_array(X, chunks=chunks), codes, 3, median_subsets=[np.arange(60), sub]))
+        (st,) = dask.compute(gram_pass(da.from_array(X, chunks=chunks), codes, 3, median_subsets=[np.arange(60), sub],
+                                       precision="float64"))
     X64 = X.astype(np.float64)
     m = X64.mean(0)
     Xc = X64 - m
@@ -41,6 +42,24 @@ def test_gram_and_medians_match_numpy(chunks, dtype):
         M = np.stack([np.median(X64[idx][codes[idx] == k], axis=0) for k in range(3)]) - m
         np.testing.assert_allclose(ms.P, Xc @ M.T, rtol=1e-9, atol=1e-7)
         np.testing.assert_allclose(ms.Q, M @ M.T, rtol=1e-9, atol=1e-7)
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_float32_products_of_float32_data(chunks):
+    """precision="auto" on float32 data: centred by the float32-rounded means, products in float32, sums in float64."""
+    X, codes = _data(np.float32, offset=1e3)
+    (st,) = dask.compute(gram_pass(da.from_array(X, chunks=chunks), codes, 3, median_subsets=[np.arange(60)]), scheduler="sync")
+    X64 = X.astype(np.float64)
+    c = X64.mean(0).astype(np.float32).astype(np.float64)  # the centring vector actually used
+    Xc = X64 - c
+    scale = np.abs(Xc @ Xc.T).max()
+    np.testing.assert_allclose(st.G, Xc @ Xc.T, atol=1e-6 * scale)
+    np.testing.assert_allclose(st.r, Xc @ c, rtol=1e-5, atol=1e-6 * np.abs(Xc @ c).max())
+    np.testing.assert_allclose(st.raw_gram(), X64 @ X64.T, rtol=1e-9)
+    J = np.eye(60) - 1 / 60
+    np.testing.assert_allclose(J @ st.G @ J, J @ X64 @ X64.T @ J, atol=1e-6 * scale)
+    M = np.stack([np.median(X64[codes == k], axis=0) for k in range(3)]) - c
+    np.testing.assert_allclose(st.medians[0].P, Xc @ M.T, atol=1e-6 * np.abs(Xc @ M.T).max())
 
 
 @pytest.mark.parametrize("scheduler", ["sync", "threads", "processes"])

@@ -25,7 +25,8 @@ def register(sub, common) -> None:
     p.add_argument("--classifier", choices=("lda", "qda"), help="classifier on the embedding (default: qda for qoq, else lda)")
     p.add_argument("--no-robust", action="store_true", help="class means instead of medians for LOL/QOQ centroid differences")
     p.add_argument("--orthogonalize", action="store_true", help="orthonormalise the LOL/QOQ directions")
-    p.add_argument("--precision", choices=("float64", "float32"), default="float64", help="precision of each chunk's Gram product")
+    p.add_argument("--precision", choices=("auto", "float64", "float32"), default="auto",
+                   help="dtype of each chunk's products (auto: float32 for float32 stores, else float64; sums across chunks are float64)")
     p.add_argument("--solver", choices=("auto", "gram", "randomized"), default="auto",
                    help="exact Gram (2 passes) or randomized range finder (n_power_iter + 3 passes); auto uses a cost model")
     p.add_argument("--n-power-iter", type=int, default=1, help="power iterations of the randomized solver (default 1)")

@@ -14,12 +14,12 @@ from wideml.algebra.lol import Projection
 from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
+from wideml.passes.chunkmath import PRECISIONS, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
 from wideml.passes.loadings import LOADINGS, emit_pass, project_pass
 from wideml.runtime import compute
 
 SOLVERS = ("auto", "gram", "randomized")
-PRECISIONS = ("float64", "float32")
 
 
 #: Below this many samples the n x n algebra runs on one BLAS thread: OpenBLAS threads on small
@@ -77,7 +77,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
             raise WidemlError(f"precision={self.precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
 
     def _resolved_precision(self, dtype) -> str:
-        return self.precision
+        return resolve_precision(self.precision, dtype)
 
     def _default_components(self, data: FitInput) -> int:
         return min(data.n_classes, max(1, data.n_samples - 1))
@@ -139,7 +139,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
         total = self._n_passes(solver)
         (emitted,) = compute(
             emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
-                      with_embedding=embedding is None),
+                      with_embedding=embedding is None, precision=self._resolved_precision(data.X.dtype)),
             label=f"{label} fit, pass {total}/{total}: emit loadings",
         )
         shift, A, XA, AtA = emitted

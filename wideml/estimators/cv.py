@@ -131,8 +131,10 @@ def cross_validate_dims(
     cv = check_cv(cv, data.y, classifier=True)
     folds = list(cv.split(np.zeros((n, 1)), data.codes))
     robust = any(est._uses_medians() for est in estimators.values())
+    precisions = {getattr(est, "precision", "auto") for est in estimators.values()}
+    precision = "float64" if "float64" in precisions else ("float32" if precisions == {"float32"} else "auto")
     (stats,) = compute(
-        gram_pass(data.X, data.codes, K, median_subsets=[tr for tr, _ in folds] if robust else [], precision="float64"),
+        gram_pass(data.X, data.codes, K, median_subsets=[tr for tr, _ in folds] if robust else [], precision=precision),
         label=f"cross-validation: one pass for {len(folds)} folds x {len(estimators)} method(s)",
     )
     with small_algebra_threads(n):

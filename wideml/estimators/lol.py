@@ -37,12 +37,14 @@ class LOL(GramProjector):
         depend on the chunking. "auto" picks by the cost model of
         :func:`wideml.estimators._solver.choose_solver` and records the choice
         in ``solver_`` and ``solver_reason_``.
-    precision : {"float64", "float32"}, default "float64"
-        Precision of each chunk's Gram product; centring and the sum across
-        chunks are always float64. "float32" roughly halves the time of the
-        product on float32 stores at a cost of about 1e-6 rad in the
-        subspace (measured on the oracle test data); "float64" is exact to
-        round-off.
+    precision : {"auto", "float64", "float32"}, default "auto"
+        Dtype of each chunk's products (Gram, class cross-products, emit).
+        Feature means, centring and every sum across chunks are float64.
+        "auto" multiplies float32 data in float32 (about twice as fast as
+        float64; each chunk is centred first, so large feature offsets cost
+        nothing) and everything else in float64. On the oracle test data
+        float32 products move the subspace by the order of 1e-6 rad;
+        "float64" is exact to round-off.
     workdir : str, optional
         Where p-sized fitted arrays of out-of-core input go until saved
         (default: the system temporary directory).
@@ -74,7 +76,7 @@ class LOL(GramProjector):
     """
 
     def __init__(self, n_components=None, *, robust_first=True, second_moment="linear", orthogonalize=False,
-                 solver="auto", precision="float64", workdir=None, n_oversamples=10, n_power_iter=1, random_state=0):
+                 solver="auto", precision="auto", workdir=None, n_oversamples=10, n_power_iter=1, random_state=0):
         self.n_components = n_components
         self.robust_first = robust_first
         self.second_moment = second_moment
@@ -128,7 +130,7 @@ class PCA(GramProjector):
     (and used only for ``classes_``) so PCA drops into the same pipelines.
     """
 
-    def __init__(self, n_components=None, *, solver="auto", precision="float64", workdir=None,
+    def __init__(self, n_components=None, *, solver="auto", precision="auto", workdir=None,
                  n_oversamples=10, n_power_iter=1, random_state=0):
         self.n_components = n_components
         self.solver = solver
@@ -162,7 +164,7 @@ class RRLDA(GramProjector):
     ``fit`` makes 2 passes over X; ``transform`` makes 1.
     """
 
-    def __init__(self, n_components=None, *, solver="auto", precision="float64", workdir=None,
+    def __init__(self, n_components=None, *, solver="auto", precision="auto", workdir=None,
                  n_oversamples=10, n_power_iter=1, random_state=0):
         self.n_components = n_components
         self.solver = solver

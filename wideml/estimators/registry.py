@@ -22,7 +22,7 @@ class Method:
 
 def _solver_kw(kw) -> dict:
     return {
-        "precision": kw.get("precision") or "float64",
+        "precision": kw.get("precision") or "auto",
         "solver": kw.get("solver") or "auto",
         "n_power_iter": 1 if kw.get("n_power_iter") is None else kw["n_power_iter"],
         "random_state": kw.get("seed") or 0,

@@ -1,11 +1,14 @@
 """The one streaming pass: n x n Gram, class statistics and p-sized class centroids.
 
-For every full-height feature chunk X_j (n x p_j) the chunk task computes, in
-float64 unless told otherwise:
+For every full-height feature chunk X_j (n x p_j) the chunk task computes, with
+products in the working dtype (float32 for float32 data under the default
+``precision="auto"``, float64 otherwise; see :mod:`wideml.passes.chunkmath`)
+and every sum across chunks in float64:
 
-- m_j, the pooled mean of each feature, and X_cj = X_j - 1 m_j^T (centring the
-  chunk before its product keeps precision when features carry large offsets);
-- G_j = X_cj X_cj^T (n x n), r_j = X_cj m_j (n) and s_j = m_j^T m_j, so the
+- m_j, the pooled mean of each feature, c_j = m_j rounded to the working dtype,
+  and X_cj = X_j - 1 c_j^T (centring the chunk before its product keeps
+  precision when features carry large offsets);
+- G_j = X_cj X_cj^T (n x n), r_j = X_cj c_j (n) and s_j = c_j^T c_j, so the
   raw Gram X X^T = G + r 1^T + 1 r^T + s 1 1^T is recoverable;
 - class sums and, optionally, class medians of the chunk, for the full sample
   set and for each cross-validation training set; their centred cross-products
@@ -26,7 +29,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, first_nonfinite, nonfinite_error, sub_stripe_width, tree_reduce
+from wideml.passes.blocks import feature_stripes, nonfinite_error, sub_stripe_width, tree_reduce
+from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, work_dtype
 
 #: Names of the p-sized arrays the pass writes into a model group.
 FEATURE_MEAN = "feature_mean"
@@ -57,11 +61,12 @@ class GramStats:
     Attributes
     ----------
     G : ndarray of shape (n_samples, n_samples)
-        Gram of the feature-mean-centred data, X_c X_c^T.
+        Gram of the centred data X_c = X - 1 c^T, with c the feature means
+        rounded to the working dtype (equal to the means in float64).
     r : ndarray of shape (n_samples,)
-        X_c m, with m the p-vector of feature means.
+        X_c c.
     s : float
-        m^T m.
+        c^T c.
     n_features : int
     medians : list of MedianSet
         One per requested sample subset (empty if medians were not asked for).
@@ -83,23 +88,8 @@ class GramStats:
 
 
 def _group_medians(x: np.ndarray, codes: np.ndarray, n_classes: int) -> np.ndarray:
-    """Class medians (n_classes x p_j) of a chunk x (n_sub x p_j, any float dtype), in float64.
-
-    Rows of a class are gathered (a contiguous copy in the stored dtype) and
-    partitioned in place at the middle element(s); the two middle values of an
-    even count are averaged in float64. Same values as ``numpy.median``.
-    """
-    out = np.empty((n_classes, x.shape[1]))
-    for k in range(n_classes):
-        rows = x[codes == k]
-        m = len(rows)
-        if m == 0:
-            out[k] = np.nan
-            continue
-        kth = [m // 2] if m % 2 else [m // 2 - 1, m // 2]
-        rows.partition(kth, axis=0)
-        out[k] = rows[kth].astype(np.float64).mean(axis=0)
-    return out
+    """Class medians (n_classes x p_j) of a chunk, float64 (see :func:`wideml.passes.chunkmath.class_medians`)."""
+    return class_medians(x, codes, n_classes)
 
 
 def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -> None:
@@ -117,14 +107,14 @@ def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -
 def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_group, width=None):
     """Statistics of one chunk, computed in sub-stripes of at most ``width`` features (memory budget)."""
     block = np.asarray(block)
-    bad = first_nonfinite(block, int(offset))
-    if bad is not None:  # reported after the pass, so the lowest bad feature index wins
-        return None, None, 0.0, [], bad
+    dt = work_dtype(block.dtype, precision)
     width = block.shape[1] if not width else int(width)
     keep = out_group is not None
     parts, outputs = [], []
     for a in range(0, block.shape[1], width):
-        stats, out = _stripe_stats(block[:, a : a + width], codes, n_classes, median_sets, precision, keep)
+        stats, out = _stripe_stats(block[:, a : a + width], int(offset) + a, codes, n_classes, median_sets, dt, keep)
+        if stats[4] is not None:  # reported after the pass, so the lowest bad feature index wins
+            return stats
         parts.append(stats)
         outputs.append(out)
     if keep:  # one chunk-aligned write per output array
@@ -133,31 +123,26 @@ def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_gr
     return _combine(*parts) if len(parts) > 1 else parts[0]
 
 
-def _stripe_stats(block, codes, n_classes, median_sets, precision, keep):
-    """(partial sums, p-sized outputs) of one sub-stripe."""
+def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep):
+    """(partial sums, p-sized outputs) of one sub-stripe; products in ``dt``, results in float64."""
     outputs = {}
-    x = block.astype(np.float64, copy=True)  # our own copy: centred in place below
-    m = x.mean(axis=0)
+    x, m, c, bad = centre(block, offset, dt)
+    if bad is not None:
+        return (None, None, 0.0, [], bad), outputs
     medians = []
     for idx, sub_codes, is_full in median_sets:
-        M = _group_medians(block if is_full else block[idx], sub_codes, n_classes)
-        medians.append(M - m)
+        M = class_medians(block, sub_codes, n_classes, rows=None if is_full else idx)
+        medians.append(M - c)
         if is_full and keep:
             outputs[CLASS_MEDIANS] = M
     if keep:
-        onehot = np.zeros((len(codes), n_classes))
-        onehot[np.arange(len(codes)), codes] = 1.0
-        outputs[CLASS_MEANS] = (onehot.T @ x) / onehot.sum(axis=0)[:, None]
+        counts = np.bincount(codes, minlength=n_classes)
+        outputs[CLASS_MEANS] = c + class_sums(x, codes, n_classes) / np.maximum(counts, 1)[:, None]
         outputs[FEATURE_MEAN] = m
-    x -= m
-    if precision == "float32":
-        xs = x.astype(np.float32)
-        G = (xs @ xs.T).astype(np.float64)
-    else:
-        G = x @ x.T
-    r = x @ m
-    s = float(m @ m)
-    meds = [(x @ Mc.T, Mc @ Mc.T) for Mc in medians]
+    G = as_float64(x @ x.T)  # SYRK in dt; summed across chunks in float64
+    r = as_float64(x @ c.astype(dt))
+    s = float(c @ c)
+    meds = [(as_float64(x @ Mc.T.astype(dt)), Mc @ Mc.T) for Mc in medians]
     return (G, r, s, meds, None), outputs
 
 
@@ -185,7 +170,7 @@ def gram_pass(
     n_classes: int = 0,
     *,
     median_subsets: Sequence[np.ndarray] = (),
-    precision: str = "float64",
+    precision: str = "auto",
     out_group: str | None = None,
 ):
     """Build the lazy one-pass graph over X (nothing is computed here).
@@ -201,9 +186,10 @@ def gram_pass(
         Sample index sets over which to compute class medians (e.g. the full
         data, then each CV training set). An index set equal to all samples
         also writes the medians to ``out_group``.
-    precision : {"float64", "float32"}
-        Precision of each chunk's Gram product. Centring and the sum across
-        chunks are always float64.
+    precision : {"auto", "float64", "float32"}
+        Dtype of each chunk's products ("auto": float32 for float32 data,
+        float64 otherwise). Feature means and the sum across chunks are always
+        float64.
     out_group : str, optional
         Path of an existing zarr group with arrays ``feature_mean`` (p,),
         ``class_means`` (K, p) and ``class_medians`` (K, p) chunked like X,

@@ -14,23 +14,28 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import check_finite, feature_stripes, tree_reduce
+from wideml.passes.blocks import check_finite, feature_stripes, nonfinite_error, tree_reduce
+from wideml.passes.chunkmath import as_float64, centre, work_dtype
 
 LOADINGS = "loadings"
 
 
-def _emit_chunk(block, offset, B, Dm, med, group_path, keep, embed):
+def _emit_chunk(block, offset, B, Dm, med, group_path, keep, embed, precision):
     block = np.asarray(block)
-    x = block.astype(np.float64, copy=False)
-    A = x.T @ B
+    dt = work_dtype(block.dtype, precision)
+    x, _, c, bad = centre(block, offset, dt)  # the Gram pass's centring vector, recomputed identically
+    if bad is not None:
+        raise nonfinite_error(bad)
+    # A = X^T B = X_c^T B + c (1^T B): the product runs on centred data, so float32 loses nothing to offsets
+    A = as_float64(x.T @ B.astype(dt)) + np.outer(c, B.sum(axis=0))
     if Dm is not None:
         A += np.asarray(med, dtype=np.float64).T @ Dm
-    shift = x.mean(axis=0) @ A
+    shift = c @ A
     if group_path is not None:
         import zarr
 
         zarr.open_array(f"{group_path}/{LOADINGS}", mode="r+")[offset : offset + x.shape[1], :] = A
-    XA, AtA = (x @ A, A.T @ A) if embed else (None, None)
+    XA, AtA = (as_float64(x @ A.astype(dt)) + shift, A.T @ A) if embed else (None, None)
     return (shift, A if keep else None, XA, AtA)
 
 
@@ -49,6 +54,7 @@ def emit_pass(
     group_path: str | None = None,
     medians=None,
     with_embedding: bool = False,
+    precision: str = "auto",
 ):
     """Lazy graph computing the loadings A = X^T B + M^T Dm chunk by chunk (**one pass** over X).
 
@@ -68,19 +74,22 @@ def emit_pass(
     with_embedding : bool
         Also accumulate X A (n x d) and A^T A (d x d) in the same pass (the
         randomized solver has no Gram to get them from).
+    precision : {"auto", "float64", "float32"}
+        Dtype of the chunk products, as in the Gram pass (whose centring
+        vector this pass recomputes, so ``shift`` matches the Gram exactly).
 
     Returns
     -------
     dask.delayed.Delayed
         Computes to ``(shift, A, XA, AtA)``: shift = m^T A (d,), with m the
-        feature means; A the (p, d) loadings when ``group_path`` is None, else
+        centring vector (the feature means rounded to the working dtype); A the (p, d) loadings when ``group_path`` is None, else
         None; XA and AtA when ``with_embedding``, else None.
     """
     stripes, offsets = feature_stripes(X)
     keep = group_path is None
     med_blocks = _aligned_blocks(medians, X.chunks[1], offsets, axis=1) if Dm is not None else [None] * len(stripes)
     task = dask.delayed(_emit_chunk, pure=True)
-    parts = [task(s, int(o), B, Dm, mb, group_path, keep, with_embedding) for s, o, mb in zip(stripes, offsets, med_blocks)]
+    parts = [task(s, int(o), B, Dm, mb, group_path, keep, with_embedding, precision) for s, o, mb in zip(stripes, offsets, med_blocks)]
     total = tree_reduce(parts, _sum_shift) if len(parts) > 1 else dask.delayed(_sum_shift, pure=True)(parts[0])
     if keep:
         return dask.delayed(lambda t, *blocks: (t[0], np.vstack([b[1] for b in blocks]), t[2], t[3]), pure=True)(total, *parts)

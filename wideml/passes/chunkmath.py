@@ -1,0 +1,158 @@
+"""Per-chunk arithmetic shared by the passes: working precision, centring, class sums and medians.
+
+Every pass reads a full-height feature chunk (n x p_j) and does a handful of
+memory-bound steps before its BLAS products. These helpers keep those steps to
+as few sweeps over the chunk as possible:
+
+- :func:`work_dtype` picks the dtype of the chunk products. ``"auto"`` (the
+  default of every estimator) multiplies float32 (and narrower) data in
+  float32 and everything else in float64; sums *across* chunks are always
+  float64.
+- :func:`centre` computes the float64 feature means in one sweep, detects
+  NaN/inf from them (a non-finite entry makes its column's sum non-finite),
+  and returns the chunk centred by the means rounded to the working dtype.
+  The rounded means are the centring vector ``c``: any vector keeps the raw
+  Gram recoverable, and because float32 subtraction of nearby values is exact,
+  centring by a float32 ``c`` loses nothing.
+- :func:`class_medians` selects per-class medians with a single-pivot
+  partition on a contiguous (features x samples) copy built in short row
+  tiles: numpy's vectorised partition then runs about 6x faster than
+  partitioning the stored (samples x features) layout along axis 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wideml.passes.blocks import first_nonfinite
+
+#: Accepted values of every estimator's ``precision`` parameter.
+PRECISIONS = ("auto", "float64", "float32")
+
+#: Rows per tile when transposing a class's rows into a contiguous (features x samples) copy.
+_TILE_ROWS = 16
+
+
+def work_dtype(dtype, precision: str = "auto") -> np.dtype:
+    """Dtype of a chunk's products for data of ``dtype`` under a ``precision`` setting.
+
+    Parameters
+    ----------
+    dtype : numpy dtype
+        Stored dtype of X.
+    precision : {"auto", "float64", "float32"}
+        ``"auto"`` gives float32 for float32/float16 data and for integers of
+        at most 16 bits (all exact in float32), float64 otherwise.
+
+    Returns
+    -------
+    numpy.dtype
+    """
+    if precision == "float64":
+        return np.dtype(np.float64)
+    if precision == "float32":
+        return np.dtype(np.float32)
+    if precision != "auto":
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    dt = np.dtype(dtype)
+    if dt.kind == "f" and dt.itemsize <= 4:
+        return np.dtype(np.float32)
+    if dt.kind in "iub" and dt.itemsize <= 2:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def resolve_precision(precision: str, dtype) -> str:
+    """The concrete precision name ("float32" or "float64") ``precision`` means for data of ``dtype``."""
+    return work_dtype(dtype, precision).name
+
+
+def centre(block: np.ndarray, offset: int, dt) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, tuple | None]:
+    """Centre a chunk by its feature means, checking for NaN/inf on the way.
+
+    Parameters
+    ----------
+    block : ndarray of shape (n, p_j)
+    offset : int
+        Global index of the chunk's first feature (for the NaN/inf report).
+    dt : numpy dtype
+        Working dtype (see :func:`work_dtype`).
+
+    Returns
+    -------
+    x : ndarray of shape (n, p_j), dtype ``dt``, or None
+        A fresh array, ``block - c``.
+    m : ndarray of shape (p_j,), float64, or None
+        The exact feature means.
+    c : ndarray of shape (p_j,), float64, or None
+        The centring vector actually subtracted (``m`` rounded to ``dt``).
+    bad : tuple or None
+        (feature index, sample, kind) of the first non-finite entry; when set,
+        the other three are None.
+    """
+    m = block.mean(axis=0, dtype=np.float64)
+    if not np.isfinite(m).all():
+        bad = first_nonfinite(block, int(offset))
+        if bad is not None:
+            return None, None, None, bad
+    c_dt = m.astype(dt)
+    x = np.subtract(block, c_dt, dtype=dt)
+    return x, m, c_dt.astype(np.float64), None
+
+
+def one_hot(codes: np.ndarray, n_classes: int, dtype=np.float64) -> np.ndarray:
+    """Indicator matrix (n, n_classes) of class codes."""
+    out = np.zeros((len(codes), n_classes), dtype=dtype)
+    out[np.arange(len(codes)), codes] = 1
+    return out
+
+
+def class_sums(x: np.ndarray, codes: np.ndarray, n_classes: int) -> np.ndarray:
+    """Per-class column sums (n_classes, p_j) of x, as one (K x n)(n x p_j) product, returned in float64."""
+    return (one_hot(codes, n_classes, x.dtype).T @ x).astype(np.float64, copy=False)
+
+
+def class_medians(block: np.ndarray, codes: np.ndarray, n_classes: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per-class medians (n_classes, p_j) of a chunk, in float64, equal to ``numpy.median``.
+
+    Parameters
+    ----------
+    block : ndarray of shape (n, p_j)
+    codes : ndarray of int, shape (n_sub,)
+        Class codes of the rows used (all rows, or ``rows``).
+    n_classes : int
+    rows : ndarray of int, shape (n_sub,), optional
+        Row subset of ``block`` (e.g. a cross-validation training set).
+
+    Returns
+    -------
+    ndarray of shape (n_classes, p_j)
+        NaN for a class without rows. The two middle values of an even count
+        are averaged in float64.
+    """
+    rows = np.arange(block.shape[0]) if rows is None else np.asarray(rows)
+    w = block.shape[1]
+    out = np.full((n_classes, w), np.nan)
+    for k in range(n_classes):
+        idx = rows[codes == k]
+        m = len(idx)
+        if m == 0:
+            continue
+        t = np.empty((w, m), dtype=block.dtype)
+        for a in range(0, m, _TILE_ROWS):  # short row tiles: the transposed writes stay in cache
+            t[:, a : a + _TILE_ROWS] = block[idx[a : a + _TILE_ROWS]].T
+        h = m // 2
+        t.partition(h, axis=1)  # one pivot: numpy's vectorised selection
+        if m % 2:
+            out[k] = t[:, h]
+        else:
+            out[k] = (t[:, :h].max(axis=1).astype(np.float64) + t[:, h]) / 2
+    return out
+
+
+def as_float64(a: np.ndarray) -> np.ndarray:
+    """``a`` in float64 without a copy when it already is."""
+    return np.asarray(a).astype(np.float64, copy=False)
+
+
+__all__ = ["PRECISIONS", "as_float64", "centre", "class_medians", "class_sums", "one_hot", "resolve_precision", "work_dtype"]
