@@ -7,6 +7,8 @@ import pytest
 from oracles import max_angle, reference_lol, reference_pca, reference_rrlda
 from wideml import LFL, LOL, PCA, RRLDA, open_store, write_store
 from wideml.estimators._solver import choose_solver, estimate_seconds
+from wideml.exceptions import WidemlError
+from wideml.passes.blocks import NonFiniteError
 from wideml.passes.keyed_random import gaussian_rows, sparse_sign_rows
 from wideml.storage.reader import READ_COUNTER
 
@@ -20,17 +22,21 @@ def decaying_data(n=150, p=800, K=3, seed=0):
     return X + np.eye(K)[y] @ rng.normal(size=(K, p)) * 0.5 + 100.0, y
 
 
-@pytest.mark.parametrize(
+RANDOMIZED = pytest.mark.parametrize(
     "make,ref",
     [
-        (lambda: LOL(8, solver="randomized", n_power_iter=4, robust_first=False), lambda X, y: reference_lol(X, y, 8)),
-        (lambda: LOL(8, solver="randomized", n_power_iter=4), lambda X, y: reference_lol(X, y, 8, robust=True)),
-        (lambda: PCA(8, solver="randomized", n_power_iter=4), lambda X, y: reference_pca(X, 8)),
-        (lambda: RRLDA(8, solver="randomized", n_power_iter=4), lambda X, y: reference_rrlda(X, y, 8)),
+        (lambda **kw: LOL(8, solver="randomized", n_power_iter=4, robust_first=False, **kw), lambda X, y: reference_lol(X, y, 8)),
+        (lambda **kw: LOL(8, solver="randomized", n_power_iter=4, **kw), lambda X, y: reference_lol(X, y, 8, robust=True)),
+        (lambda **kw: PCA(8, solver="randomized", n_power_iter=4, **kw), lambda X, y: reference_pca(X, 8)),
+        (lambda **kw: RRLDA(8, solver="randomized", n_power_iter=4, **kw), lambda X, y: reference_rrlda(X, y, 8)),
     ],
     ids=["lol-means", "lol-medians", "pca", "rrlda"],
 )
+
+
+@RANDOMIZED
 def test_randomized_matches_exact_and_ignores_chunking(make, ref):
+    """float64 data: float64 products, so two chunkings agree to float64 round-off."""
     X, y = decaying_data()
     comps = []
     for chunk in (800, 229):
@@ -41,6 +47,52 @@ def test_randomized_matches_exact_and_ignores_chunking(make, ref):
         np.testing.assert_allclose(est.transform(X), est.embedding_, rtol=1e-7, atol=1e-6)
         assert est.solver_ == "randomized" and est.n_fit_passes_ == 4 + 3
     np.testing.assert_allclose(comps[0], comps[1], rtol=1e-9, atol=1e-12)
+
+
+@RANDOMIZED
+def test_randomized_float32_products(make, ref):
+    """float32 data: precision="auto" multiplies in float32, "float64" reproduces float64 arithmetic.
+
+    Documented tolerance of the float32 products (measured ~4e-7): largest principal angle to
+    the float64 reference below 1e-4 rad, and loadings equal under two chunkings to 1e-5 of
+    their largest entry (not bit-identical: the chunking changes the float32 summation order;
+    the Gaussian test matrix itself does not depend on the chunking).
+    """
+    X, y = decaying_data()
+    X = X.astype(np.float32)
+    X64 = X.astype(np.float64)
+    comps = {}
+    for precision in ("auto", "float64"):
+        for chunk in (800, 229):
+            est = make(precision=precision).fit(da.from_array(X, chunks=(X.shape[0], chunk)), y)
+            A = np.asarray(est.components_).T
+            comps[precision, chunk] = A
+            assert est.precision_ == ("float32" if precision == "auto" else "float64")
+            assert max_angle(A, ref(X64, y)) < 1e-4
+            scale = np.abs(est.embedding_).max()
+            np.testing.assert_allclose(est.transform(X), est.embedding_, rtol=0, atol=1e-5 * scale)
+    a, b = comps["auto", 800], comps["auto", 229]
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-5 * np.abs(a).max())
+    np.testing.assert_allclose(comps["float64", 800], comps["float64", 229], rtol=1e-9, atol=1e-12)
+    assert max_angle(comps["auto", 800], comps["float64", 800]) < 1e-4
+
+
+@pytest.mark.parametrize("solver", ["randomized", "lfl"])
+def test_nonfinite_names_first_bad_feature(tmp_path, solver):
+    X, y = decaying_data(n=40, p=300)
+    X = X.astype(np.float32)
+    X[3, 150] = np.nan
+    X[5, 170] = np.inf
+    write_store(tmp_path / "s.zarr", X, y, feature_chunk=64)
+    est = LFL(4) if solver == "lfl" else LOL(4, solver="randomized")
+    with pytest.raises(NonFiniteError, match="feature index 150"):
+        est.fit(open_store(tmp_path / "s.zarr"))
+    if solver == "lfl":  # transform checks too
+        clean = np.where(np.isfinite(X), X, 0).astype(np.float32)
+        fitted = LFL(4).fit(clean, y)
+        assert fitted.precision_ == "float32"
+        with pytest.raises(NonFiniteError, match="feature index 150"):
+            fitted.transform(X)
 
 
 def test_randomized_orthogonalize():
@@ -98,6 +150,36 @@ def test_lfl_matches_reference(robust, chunk):
     np.testing.assert_allclose(np.asarray(est.components_).T, ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(est.embedding_, (X - X.mean(0)) @ ref, rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(est.transform(X), est.embedding_, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("robust", [False, True])
+@pytest.mark.parametrize("chunk", [2000, 311])
+def test_lfl_float32_products(robust, chunk):
+    """float32 data: precision="float64" is exact; the default float32 products (measured ~1.5e-7)
+    stay within 1e-5 of the largest embedding entry, and the components do not change."""
+    X, y = decaying_data(n=90, p=2000)
+    X = X.astype(np.float32)
+    X64 = X.astype(np.float64)
+    Xd = da.from_array(X, chunks=(90, chunk))
+    exact = LFL(9, robust_first=robust, precision="float64").fit(Xd, y)
+    ref = _lfl_reference(X64, y, 9, exact.density_, robust)
+    E = (X64 - X64.mean(0)) @ ref
+    np.testing.assert_allclose(np.asarray(exact.components_).T, ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(exact.embedding_, E, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(exact.transform(X), exact.embedding_, rtol=1e-8, atol=1e-8)
+    est = LFL(9, robust_first=robust).fit(Xd, y)
+    assert est.precision_ == "float32" and exact.precision_ == "float64"
+    np.testing.assert_allclose(np.asarray(est.components_).T, ref, rtol=1e-10, atol=1e-12)
+    tol = 1e-5 * np.abs(E).max()
+    np.testing.assert_allclose(est.embedding_, E, rtol=0, atol=tol)
+    np.testing.assert_allclose(est.transform(X), est.embedding_, rtol=0, atol=tol)
+    np.testing.assert_allclose(est.transform(da.from_array(X, chunks=(90, 500))), est.embedding_, rtol=0, atol=tol)
+
+
+def test_lfl_precision_is_checked():
+    X, y = decaying_data(n=30, p=100)
+    with pytest.raises(WidemlError, match="precision='half'"):
+        LFL(3, precision="half").fit(X, y)
 
 
 def test_lfl_is_one_pass(tmp_path):

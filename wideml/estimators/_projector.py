@@ -207,7 +207,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
         width = min(n, n_eigen + self.n_oversamples)
         total = self._n_passes("randomized")
         name = type(self).__name__
-        kw = dict(n_cols=width, seed=self._seed(), centring=self._centring())
+        kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
         (first,) = compute(sketch_pass(data.X, data.codes, K, medians=median, out_group=group, **kw),
                            label=f"{name} fit, pass 1/{total}: sketch and class statistics")
         Y, cg_means, cg_meds = first

@@ -13,6 +13,7 @@ from wideml.algebra.randomized import centroid_differences
 from wideml.estimators._input import fit_input, predict_input
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
+from wideml.passes.chunkmath import PRECISIONS, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import lfl_density
 from wideml.passes.lfl import lfl_components, lfl_fit_pass, lfl_project_pass
@@ -38,6 +39,14 @@ class LFL(TransformerMixin, BaseEstimator):
     density : float or "auto", default "auto"
         Non-zero fraction of R; "auto" = 1/sqrt(p) as Li et al. recommend.
     random_state : int, default 0
+    precision : {"auto", "float64", "float32"}, default "auto"
+        Dtype of each chunk's products in the fit and transform passes.
+        "auto" multiplies float32 (and narrower) data in float32 and anything
+        else in float64. Products run on each chunk centred by its feature
+        means, and means, centroids and sums across chunks are always float64,
+        so float32 products change the results only at float32 round-off of
+        the centred data (relative error about 1e-6); "float64" reproduces
+        float64 arithmetic exactly at twice the memory traffic.
     workdir : str, optional
         Where the p-sized centroids of out-of-core input go until saved.
 
@@ -49,6 +58,8 @@ class LFL(TransformerMixin, BaseEstimator):
         Lazy: generated chunk by chunk when read, never stored.
     centroids_ : ndarray or dask array of shape (n_classes, n_features)
     density_ : float
+    precision_ : str
+        The working precision the fit used ("float32" or "float64").
     classes_, n_features_in_, n_components_, offset_
 
     Notes
@@ -59,11 +70,12 @@ class LFL(TransformerMixin, BaseEstimator):
 
     n_fit_passes = 1
 
-    def __init__(self, n_components=None, *, robust_first=False, density="auto", random_state=0, workdir=None):
+    def __init__(self, n_components=None, *, robust_first=False, density="auto", random_state=0, precision="auto", workdir=None):
         self.n_components = n_components
         self.robust_first = robust_first
         self.density = density
         self.random_state = random_state
+        self.precision = precision
         self.workdir = workdir
 
     def _check(self, p):
@@ -72,6 +84,8 @@ class LFL(TransformerMixin, BaseEstimator):
             raise WidemlError(f"n_components must be a positive integer, got {n!r}.")
         if not isinstance(self.random_state, numbers.Integral):
             raise WidemlError(f"random_state must be an integer (the projection is keyed on it), got {self.random_state!r}.")
+        if self.precision not in PRECISIONS:
+            raise WidemlError(f"precision={self.precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
         if self.density == "auto":
             return lfl_density(p)
         if not isinstance(self.density, numbers.Real) or not 0 < self.density <= 1:
@@ -79,9 +93,21 @@ class LFL(TransformerMixin, BaseEstimator):
         return float(self.density)
 
     def fit(self, X, y=None):
-        """Fit in **one pass** over X (centroids, their Gram, and the training embedding)."""
+        """Fit in **one pass** over X (centroids, their Gram, and the training embedding).
+
+        Parameters
+        ----------
+        X : array-like, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Labels (taken from the store when X is a FeatureStore and y is None).
+
+        Returns
+        -------
+        self
+        """
         data = fit_input(X, y)
         density = self._check(data.n_features)
+        precision = resolve_precision(self.precision, data.X.dtype)
         K, p = data.n_classes, data.n_features
         d = self.n_components if self.n_components is not None else K
         n_deltas = min(d, K - 1)
@@ -92,7 +118,7 @@ class LFL(TransformerMixin, BaseEstimator):
             group = new_model_group(self, self.workdir, {FEATURE_MEAN: ((p,), (w,)), CLASS_MEANS: ((K, p), (K, w)), CLASS_MEDIANS: ((K, p), (K, w))})
         (st,) = compute(
             lfl_fit_pass(data.X, data.codes, K, n_random=k, seed=int(self.random_state), density=density,
-                         robust=bool(self.robust_first), out_group=group),
+                         robust=bool(self.robust_first), out_group=group, precision=precision),
             label="LFL fit: one pass",
         )
         Dm = centroid_differences(data.codes, K, st["CC"])[:, :n_deltas]
@@ -109,6 +135,7 @@ class LFL(TransformerMixin, BaseEstimator):
         self.n_features_in_ = p
         self.n_components_ = d
         self.density_ = density
+        self.precision_ = precision
         self.solver_ = "lfl"
         self.n_fit_passes_ = 1
         self.provenance_ = dict(data.source)
@@ -122,12 +149,25 @@ class LFL(TransformerMixin, BaseEstimator):
                               seed=int(self.random_state), density=self.density_, chunk=self._chunk).T
 
     def transform(self, X):
-        """Embed X, shape (n_samples, n_components); **one pass** over X."""
+        """Embed X in **one pass** over X.
+
+        Parameters
+        ----------
+        X : array-like, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+            The centred coordinates of ``embedding_``. Products run in the
+            ``precision`` this estimator was given, resolved for X's dtype.
+        """
         check_is_fitted(self, "_Dm")
+        if self.precision not in PRECISIONS:
+            raise WidemlError(f"precision={self.precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
         Xd = predict_input(X, self.n_features_in_, "LFL")
         (Z,) = compute(
             lfl_project_pass(Xd, self.centroids_, self._Dm, n_random=self.n_components_ - self._Dm.shape[1],
-                             seed=int(self.random_state), density=self.density_),
+                             seed=int(self.random_state), density=self.density_, precision=self.precision),
             label="LFL transform: one pass",
         )
         return Z - self.offset_
@@ -139,7 +179,7 @@ class LFL(TransformerMixin, BaseEstimator):
     def _model_state(self):
         check_is_fitted(self, "_Dm")
         state = {"n_features_in": int(self.n_features_in_), "n_components": int(self.n_components_), "density": float(self.density_),
-                 "chunk": self._chunk, "solver": "lfl"}
+                 "chunk": self._chunk, "solver": "lfl", "precision": getattr(self, "precision_", "float64")}
         arrays = {"classes": self.classes_, "train_codes": self.train_codes_, "offset": self.offset_, "embedding": self.embedding_,
                   "Dm": self._Dm, "centroids": self.centroids_}
         return state, arrays
@@ -156,6 +196,7 @@ class LFL(TransformerMixin, BaseEstimator):
         est.n_features_in_ = state["n_features_in"]
         est.n_components_ = state["n_components"]
         est.density_ = state["density"]
+        est.precision_ = state.get("precision", "float64")  # models saved before the precision option ran in float64
         est._chunk = state["chunk"]
         est.solver_ = "lfl"
         return est

@@ -1,17 +1,32 @@
 """Randomized range finder passes on the class-centred (or pooled-centred) operator.
 
-With M = X_c the centred data (each sample minus its class mean, chunk-locally:
-X_cj = X_j - Y M_j with M_j the chunk's class means), the passes compute
+With M the centred data (each sample minus its class mean, chunk-locally:
+M_j = X_j - E Mu_j with E the n x K class indicator and Mu_j the chunk's class
+means; for pooled centring K = 1 and Mu_j the feature means), the passes compute
 
-- the sketch  Y = M Omega = sum_j X_cj Omega_j, with Omega_j the rows of a
+- the sketch  Y = M Omega = sum_j M_j Omega_j, with Omega_j the rows of a
   Gaussian p x l matrix generated from (seed, global feature index);
-- a power step Y = M M^T Q = sum_j X_cj (X_cj^T Q), which never stores a
+- a power step Y = M M^T Q = sum_j M_j (M_j^T Q), which never stores a
   p-sized intermediate.
 
+The class-centred chunk M_j is never built. Each chunk is centred once by its
+pooled means rounded to the working dtype, X_cj = X_j - 1 c_j^T (see
+:func:`wideml.passes.chunkmath.centre`), and class-centring, a row operation,
+is applied to the thin products instead:
+
+- M_j Omega_j = X_cj Omega_j - E (Mc_j Omega_j),
+- M_j^T Q = X_cj^T Q - Mc_j^T (E^T Q), then M_j Z = X_cj Z - E (Mc_j Z),
+
+with Mc_j the class means of X_cj (float64). The big products run in the
+working dtype (float32 for float32 data under the default
+``precision="auto"``, float64 otherwise); the small K-row corrections run in
+float64 and every sum across chunks is float64.
+
 The first (sketch) pass also accumulates the class centroids' K x K Gram (means,
-and medians when asked) and writes the p-sized class statistics into a model
-group, exactly like the Gram pass. q power iterations cost q + 2 passes in all
-(sketch, q power steps, and the final step used for the Rayleigh-Ritz solve).
+and medians when asked; both centred by c) and writes the p-sized class
+statistics into a model group, exactly like the Gram pass. q power iterations
+cost q + 2 passes in all (sketch, q power steps, and the final step used for
+the Rayleigh-Ritz solve).
 """
 
 from __future__ import annotations
@@ -20,33 +35,47 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, first_nonfinite, nonfinite_error, sub_stripe_width, tree_reduce
-from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _group_medians, _write
+from wideml.passes.blocks import feature_stripes, nonfinite_error, sub_stripe_width, tree_reduce
+from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, one_hot, work_dtype
+from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
 from wideml.passes.keyed_random import gaussian_rows
 
 CENTRINGS = ("class", "pooled")
 
 
-def _feature_and_class_means(x: np.ndarray, codes: np.ndarray, n_classes: int):
-    """Feature means (p_j,) and class means (K x p_j) of a chunk x (n x p_j)."""
-    m = x.mean(axis=0)
-    onehot = np.zeros((len(codes), n_classes))
-    onehot[np.arange(len(codes)), codes] = 1.0
-    means = (onehot.T @ x) / np.maximum(onehot.sum(axis=0), 1)[:, None]
-    return m, means
+def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width=None, precision="auto"):
+    """One chunk of a sketch or power pass, in sub-stripes of at most ``width`` features.
 
+    Parameters
+    ----------
+    block : ndarray of shape (n_samples, p_j)
+        The chunk of X (read once: this task is one chunk of **one pass** over X).
+    offset : int
+        Global index of the chunk's first feature.
+    codes, n_classes, centring, seed, n_cols, Q, medians
+        As in :func:`sketch_pass`.
+    out_group : str or None
+        Model group receiving the p-sized statistics (sketch pass only).
+    width : int, optional
+        Sub-stripe width (memory budget).
+    precision : {"auto", "float64", "float32"}
+        Working precision of the chunk products.
 
-def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width=None):
-    """One chunk of a sketch or power pass, in sub-stripes of at most ``width`` features."""
+    Returns
+    -------
+    tuple
+        (Y (n x l), centroid Gram of means or None, centroid Gram of medians or
+        None, first non-finite entry or None), all float64.
+    """
     block = np.asarray(block)
-    bad = first_nonfinite(block, int(offset))
-    if bad is not None:
-        return None, None, None, bad
+    dt = work_dtype(block.dtype, precision)
     width = block.shape[1] if not width else int(width)
     parts, outputs = [], []
     for a in range(0, block.shape[1], width):
         part, out = _sketch_stripe(block[:, a : a + width], int(offset) + a, codes, n_classes, centring, seed, n_cols, Q,
-                                   medians, out_group is not None)
+                                   medians, out_group is not None, dt)
+        if part[3] is not None:  # sub-stripes run in feature order: this is the chunk's lowest bad index
+            return part
         parts.append(part)
         outputs.append(out)
     if out_group is not None and Q is None:
@@ -55,31 +84,47 @@ def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, me
     return _combine(*parts) if len(parts) > 1 else parts[0]
 
 
-def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, keep):
+def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, keep, dt=np.float64):
+    """(partial sums, p-sized outputs) of one sub-stripe; big products in ``dt``, corrections and results in float64."""
     outputs = {}
-    x = block.astype(np.float64, copy=True)
-    m, means = _feature_and_class_means(x, codes, n_classes)
+    x, m, c, bad = centre(block, offset, dt)
+    if bad is not None:
+        return (None, None, None, bad), outputs
     first = Q is None
+    counts = np.bincount(codes, minlength=n_classes)
+    Mc = XtQ = None  # class means of x (K x w, float64); x^T Q (w x l)
+    if first:
+        Mc = class_sums(x, codes, n_classes) / np.maximum(counts, 1)[:, None]
+    elif centring == "class":  # one product gives x^T Q and the class sums x^T E: one sweep over x, not two
+        P = as_float64(x.T @ np.hstack([Q, one_hot(codes, n_classes)]).astype(dt))
+        XtQ, Mc = P[:, : Q.shape[1]], P[:, Q.shape[1] :].T / np.maximum(counts, 1)[:, None]
     cg_means = cg_meds = None
     if first:
-        mc = means - m
-        cg_means = mc @ mc.T
+        cg_means = Mc @ Mc.T  # centroids centred by c: only their differences are used
         if medians:
-            M = _group_medians(block, codes, n_classes)
-            cg_meds = (M - m) @ (M - m).T
+            M = class_medians(block, codes, n_classes)
+            Md = M - c
+            cg_meds = Md @ Md.T
             if keep:
                 outputs[CLASS_MEDIANS] = M
         if keep:
-            outputs[CLASS_MEANS] = means
+            outputs[CLASS_MEANS] = c + Mc
             outputs[FEATURE_MEAN] = m
+    # The centred operator is x - E Mu (row operation): E the indicator of `rows`, Mu its means of x.
     if centring == "class":
-        x -= means[codes]
+        rows, Mu = codes, Mc
     else:
-        x -= m
+        rows, Mu = np.zeros(len(codes), dtype=np.intp), (m - c)[None, :]
     if first:
-        Y = x @ gaussian_rows(seed, int(offset), int(offset) + x.shape[1], n_cols)
+        omega = gaussian_rows(seed, int(offset), int(offset) + x.shape[1], n_cols)  # float64: same values whatever the chunking
+        Y = as_float64(x @ omega.astype(dt, copy=False))
+        Y -= (Mu @ omega)[rows]
     else:
-        Y = x @ (x.T @ Q)
+        EtQ = one_hot(rows, Mu.shape[0]).T @ Q  # (K x l)
+        Z = as_float64(x.T @ Q.astype(dt, copy=False)) if XtQ is None else XtQ
+        Z -= Mu.T @ EtQ  # M^T Q (w x l), float64
+        Y = as_float64(x @ Z.astype(dt, copy=False))
+        Y -= (Mu @ Z)[rows]
     return (Y, cg_means, cg_meds, None), outputs
 
 
@@ -117,6 +162,7 @@ def sketch_pass(
     Q: np.ndarray | None = None,
     medians: bool = False,
     out_group: str | None = None,
+    precision: str = "auto",
 ):
     """Lazy graph of one randomized pass (**one pass** over X).
 
@@ -137,17 +183,32 @@ def sketch_pass(
         Also compute class medians (sketch pass only).
     out_group : str, optional
         zarr group receiving feature means, class means (and medians).
+    precision : {"auto", "float64", "float32"}, default "auto"
+        Dtype of each chunk's big products ("auto": float32 for float32 data,
+        float64 otherwise; see :func:`wideml.passes.chunkmath.work_dtype`).
+        Means, the class-centring corrections and the sums across chunks are
+        always float64. The Gaussian test matrix is generated in float64 (its
+        values do not depend on the chunking) and rounded to the working dtype.
 
     Returns
     -------
     dask.delayed.Delayed
         Computes to (Y (n x l), centroid Gram of the centred class means (K x K) or None,
-        centroid Gram of the centred class medians or None).
+        centroid Gram of the centred class medians or None). The centroids are
+        centred by each chunk's centring vector c (the feature means rounded to
+        the working dtype); only their differences are meaningful.
+
+    Raises
+    ------
+    NonFiniteError
+        When computed, if X holds NaN or inf (the lowest such feature index is named).
     """
     if centring not in CENTRINGS:
         raise ValueError(f"centring must be one of {CENTRINGS}")
+    work_dtype(X.dtype, precision)  # validate early
     stripes, offsets = feature_stripes(X)
     task = dask.delayed(_sketch_chunk, pure=True)
-    width = sub_stripe_width(X.shape[0], copies=2 + (2 if medians else 0))
-    parts = [task(s, int(o), codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width) for s, o in zip(stripes, offsets)]
+    width = sub_stripe_width(X.shape[0], copies=2 + (1 if medians else 0))
+    parts = [task(s, int(o), codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width, precision)
+             for s, o in zip(stripes, offsets)]
     return dask.delayed(_finish, pure=True)(tree_reduce(parts, _combine))

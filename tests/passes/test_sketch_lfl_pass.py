@@ -1,0 +1,114 @@
+"""The randomized-solver sketch pass and the LFL passes against dense numpy, in float64 and float32 products."""
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from wideml.passes.keyed_random import gaussian_rows, sparse_sign_rows
+from wideml.passes.lfl import lfl_fit_pass, lfl_project_pass
+from wideml.passes.sketch import sketch_pass
+
+CHUNKINGS = [(60, 500), (60, 77), (25, 120)]
+N_COLS, SEED = 7, 3
+
+
+def _data(dtype=np.float64, offset=1e3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = (rng.normal(size=(60, 500)) + 2 * np.eye(3)[rng.integers(0, 3, 60)] @ rng.normal(size=(3, 500))
+         + offset * rng.random(500)).astype(dtype)
+    codes = rng.integers(0, 3, 60)
+    return X, codes
+
+
+def _dense(X, codes, centring):
+    """Float64 reference: the materialised centred operator, class means, medians."""
+    X64 = X.astype(np.float64)
+    m = X64.mean(0)
+    means = np.stack([X64[codes == k].mean(0) for k in range(3)])
+    meds = np.stack([np.median(X64[codes == k], axis=0) for k in range(3)])
+    M = X64 - (means[codes] if centring == "class" else m)
+    return M, m, means, meds
+
+
+def _sketch(X, codes, chunks, centring, precision, Q=None):
+    graph = sketch_pass(da.from_array(X, chunks=chunks), codes, 3, n_cols=N_COLS, seed=SEED, centring=centring, Q=Q,
+                        medians=Q is None, precision=precision)
+    (out,) = dask.compute(graph, scheduler="sync")
+    return out
+
+
+def _diff_gram(G):
+    """Gram of the centroid differences mu_0 - mu_k: what the solver uses (invariant to the centring vector)."""
+    E = np.array([[1, 1], [-1, 0], [0, -1]], dtype=float)
+    return E.T @ G @ E
+
+
+@pytest.mark.parametrize("centring", ["class", "pooled"])
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_sketch_and_power_step_match_dense_operator(chunks, centring):
+    """float64 products: equal to the materialised operator to float64 round-off."""
+    X, codes = _data()
+    M, m, means, meds = _dense(X, codes, centring)
+    omega = gaussian_rows(SEED, 0, X.shape[1], N_COLS)
+    Y, cg_means, cg_meds = _sketch(X, codes, chunks, centring, "float64")
+    np.testing.assert_allclose(Y, M @ omega, rtol=1e-9, atol=1e-9 * np.abs(M @ omega).max())
+    np.testing.assert_allclose(cg_means, (means - m) @ (means - m).T, rtol=1e-9, atol=1e-9)  # c = m in float64
+    np.testing.assert_allclose(cg_meds, (meds - m) @ (meds - m).T, rtol=1e-9, atol=1e-9)
+    Q = np.linalg.qr(M @ omega)[0]
+    Z, none1, none2 = _sketch(X, codes, chunks, centring, "float64", Q=Q)
+    assert none1 is None and none2 is None
+    np.testing.assert_allclose(Z, M @ (M.T @ Q), rtol=1e-9, atol=1e-9 * np.abs(M @ (M.T @ Q)).max())
+
+
+@pytest.mark.parametrize("centring", ["class", "pooled"])
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_sketch_float32_products(chunks, centring):
+    """float32 data, precision="auto": float32 products on the chunk centred by its float32-rounded means,
+    class-centring applied to the thin products. Within 1e-5 of the largest entry despite offsets of 1e3."""
+    X, codes = _data(np.float32)
+    M, m, means, meds = _dense(X, codes, centring)
+    omega = gaussian_rows(SEED, 0, X.shape[1], N_COLS)
+    Y, cg_means, cg_meds = _sketch(X, codes, chunks, centring, "auto")
+    ref = M @ omega
+    np.testing.assert_allclose(Y, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+    np.testing.assert_allclose(_diff_gram(cg_means), _diff_gram((means - m) @ (means - m).T), rtol=1e-5)
+    np.testing.assert_allclose(_diff_gram(cg_meds), _diff_gram((meds - m) @ (meds - m).T), rtol=1e-5)
+    Q = np.linalg.qr(ref)[0]
+    (Z, _, _) = _sketch(X, codes, chunks, centring, "auto", Q=Q)
+    ref = M @ (M.T @ Q)
+    np.testing.assert_allclose(Z, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+
+
+def test_sketch_rejects_unknown_precision():
+    X, codes = _data()
+    with pytest.raises(ValueError, match="precision"):
+        sketch_pass(da.from_array(X, chunks=(60, 100)), codes, 3, n_cols=3, seed=0, precision="half")
+
+
+@pytest.mark.parametrize("robust", [False, True])
+@pytest.mark.parametrize("precision,tol", [("float64", 1e-10), ("auto", 1e-5)])
+def test_lfl_fit_and_project_match_raw_products(robust, precision, tol):
+    """The fit pass's products mean raw-data products (XC = X C^T, XR = X R, mC = C m, mR = R^T m)
+    whatever the working precision; float32 products err by under 1e-5 of the largest entry."""
+    X, codes = _data(np.float32 if precision == "auto" else np.float64)
+    X64 = X.astype(np.float64)
+    _, m, means, meds = _dense(X, codes, "class")
+    C = meds if robust else means
+    R = sparse_sign_rows(SEED, 0, X.shape[1], 4, 0.05).toarray()
+    Xd = da.from_array(X, chunks=(60, 77))
+    (st,) = dask.compute(lfl_fit_pass(Xd, codes, 3, n_random=4, seed=SEED, density=0.05, robust=robust, out_group=None,
+                                      precision=precision), scheduler="sync")
+    np.testing.assert_allclose(st["centroids"], C, rtol=1e-12 if precision == "float64" else 1e-6)
+    np.testing.assert_allclose(st["CC"], C @ C.T, rtol=1e-9)
+    np.testing.assert_allclose(st["mC"], C @ m, rtol=1e-9)
+    np.testing.assert_allclose(st["mR"], R.T @ m, rtol=1e-9, atol=1e-6)
+    # Raw products carry the offsets; what LFL uses is them minus the mean row (the centred coordinates).
+    for got, raw, mean_row in ((st["XC"], X64 @ C.T, C @ m), (st["XR"], X64 @ R, R.T @ m)):
+        np.testing.assert_allclose(got, raw, rtol=1e-9 if precision == "float64" else 1e-7)
+        centred = raw - mean_row
+        np.testing.assert_allclose(got - mean_row, centred, rtol=0, atol=tol * np.abs(centred).max())
+    Dm = np.array([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
+    (Z,) = dask.compute(lfl_project_pass(Xd, C, Dm, n_random=4, seed=SEED, density=0.05, precision=precision), scheduler="sync")
+    ref = X64 @ np.hstack([C.T @ Dm, R])
+    np.testing.assert_allclose(Z - Z.mean(0), ref - ref.mean(0), rtol=0, atol=tol * np.abs(ref - ref.mean(0)).max())
