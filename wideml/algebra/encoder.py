@@ -141,8 +141,8 @@ class AnchorStats:
     ----------
     cross : ndarray of shape (n, K)
         x_i . u_k.
-    x_sq : ndarray of shape (n,)
-        ||x_i||^2.
+    x_sq : ndarray of shape (n,) or None
+        ||x_i||^2 (None when not computed: the linear kernel does not use it).
     u_sq : ndarray of shape (K,)
         ||u_k||^2.
     n_features : int
@@ -163,7 +163,7 @@ class AnchorStats:
     def rows(self, idx: np.ndarray) -> "AnchorStats":
         """The same statistics restricted to rows ``idx``."""
         pick = lambda a: None if a is None else a[idx]  # noqa: E731
-        return AnchorStats(self.cross[idx], self.x_sq[idx], self.u_sq, self.n_features, pick(self.rank_cross),
+        return AnchorStats(self.cross[idx], pick(self.x_sq), self.u_sq, self.n_features, pick(self.rank_cross),
                            pick(self.r_sum), pick(self.r_sq), self.s_sum, self.s_sq)
 
     def anchors(self, cols: slice | np.ndarray) -> "AnchorStats":
@@ -303,6 +303,115 @@ def select_kernel(scores: Mapping[str, float], baseline: str | None = "linear", 
 
 
 # --------------------------------------------------------------------------------------
+# linear discriminant analysis on the embedding
+# --------------------------------------------------------------------------------------
+#: Singular-value threshold of scikit-learn's SVD solver (its default ``tol``).
+LDA_TOL = 1e-4
+
+
+@dataclass
+class LdaFit:
+    """The fitted state of scikit-learn's ``LinearDiscriminantAnalysis(solver="svd")`` (empirical priors).
+
+    ``coef`` and ``intercept`` are one row per class, or a single row for two
+    classes (class 1 minus class 0), as scikit-learn stores them.
+    """
+
+    priors: np.ndarray
+    means: np.ndarray
+    xbar: np.ndarray
+    scalings: np.ndarray
+    explained_variance_ratio: np.ndarray
+    coef: np.ndarray
+    intercept: np.ndarray
+    max_components: int
+
+
+def lda_svd(Z: np.ndarray, codes: np.ndarray, n_classes: int, tol: float = LDA_TOL) -> LdaFit | None:
+    """scikit-learn's SVD-solver LDA on a small dense embedding, without its input validation.
+
+    The same algebra as ``LinearDiscriminantAnalysis._solve_svd`` (scikit-learn
+    1.9): class means, within-class standardisation with the 1/n factor, the
+    SVD of the scaled within-class deviations, then the SVD of the scaled
+    class centres. The within-class SVD is taken of the triangular factor R of
+    a QR decomposition (same singular values and right vectors, about half the
+    time for n >> K), so coefficients agree with scikit-learn's to rounding.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d)
+    codes : ndarray of int, shape (n,)
+        Class index 0..n_classes-1 of every row.
+    n_classes : int
+
+    Returns
+    -------
+    LdaFit or None
+        None when this fast path does not apply (a class without rows, no more
+        rows than classes, non-finite Z, a rank-0 within-class scatter, or an
+        SVD that fails); the caller then uses scikit-learn itself.
+    """
+    Z = np.asarray(Z)
+    if Z.ndim != 2 or Z.dtype.kind != "f" or n_classes < 2:
+        return None
+    n, d = Z.shape
+    counts = np.bincount(codes, minlength=n_classes)
+    if n <= n_classes or len(counts) != n_classes or counts.min() == 0 or not np.isfinite(Z).all():
+        return None
+    priors = counts.astype(Z.dtype) / float(n)
+    # rows grouped by class in their original order, as scikit-learn groups them; row-by-row sums
+    # (np.add.reduceat along axis 0) then add in the same order as its np.add.at
+    order = np.argsort(codes, kind="stable")
+    Zs = Z[order]
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    means = np.add.reduceat(Zs, starts, axis=0)
+    means /= counts[:, None]
+    xbar = priors @ means
+    Xc = Zs - np.repeat(means, counts, axis=0)
+    std = Xc.std(axis=0)
+    std[std == 0] = 1.0
+    Xc *= np.sqrt(1.0 / n) / std
+    try:
+        R = np.linalg.qr(Xc, mode="r")
+        _, S, Vt = np.linalg.svd(R, full_matrices=False)
+        rank = int(np.sum(S > tol))
+        if rank == 0:
+            return None
+        scalings = (Vt[:rank, :] / std).T / S[:rank]
+        fac = 1.0 / (n_classes - 1)
+        centres = (np.sqrt((n * priors) * fac) * (means - xbar).T).T @ scalings
+        _, S, Vt = np.linalg.svd(centres, full_matrices=False)
+    except np.linalg.LinAlgError:
+        return None
+    max_components = min(n_classes - 1, d)
+    ratio = (S**2 / np.sum(S**2))[:max_components] if max_components else np.empty(0, dtype=S.dtype)
+    rank = int(np.sum(S > tol * S[0]))
+    scalings = scalings @ Vt.T[:, :rank]
+    coef = (means - xbar) @ scalings
+    intercept = -0.5 * np.sum(coef**2, axis=1) + np.log(priors)
+    coef = coef @ scalings.T
+    intercept -= xbar @ coef.T
+    if n_classes == 2:
+        coef = (coef[1, :] - coef[0, :]).reshape(1, -1)
+        intercept = np.reshape(intercept[1] - intercept[0], (1,))
+    return LdaFit(priors, means, xbar, scalings, ratio, coef, intercept, max_components)
+
+
+def lda_proba(coef: np.ndarray, intercept: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """Posterior probabilities of a fitted LDA (softmax of the decision values; logistic for two classes)."""
+    import scipy.special
+
+    scores = Z @ coef.T + intercept
+    if coef.shape[0] == 1:
+        p1 = scipy.special.expit(scores[:, 0])
+        return np.stack([1 - p1, p1], axis=1)
+    scores -= scores.max(axis=1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=1, keepdims=True)
+    return scores
+
+
+# --------------------------------------------------------------------------------------
 # full-kernel form (Section 2): Z = A W
 # --------------------------------------------------------------------------------------
 def full_kernel(kernel: str, gram: np.ndarray, sq_rows: np.ndarray, sq_cols: np.ndarray, offset: float | None = None,
@@ -355,7 +464,9 @@ def loo_full(Z: np.ndarray, A_diag: np.ndarray, codes: np.ndarray, counts: np.nd
 def row_ranks(X: np.ndarray) -> np.ndarray:
     """Exact ranks of every row across its features, average ranks for ties (1..p), float64.
 
-    Equals ``scipy.stats.rankdata(X, axis=1)`` (about twice as fast): one
+    Equals ``scipy.stats.rankdata(X, axis=1)``. Integer-valued rows with a
+    small value range (pixels, counts) are ranked by counting
+    (:func:`_integer_row_ranks`, no sort, about 5x faster); otherwise one
     unstable argsort per row, then each run of equal sorted values gets the
     mean of its positions.
     """
@@ -363,17 +474,52 @@ def row_ranks(X: np.ndarray) -> np.ndarray:
     n, p = x.shape
     if x.size == 0:
         return np.zeros((n, p))
+    out = _integer_row_ranks(x)
+    if out is not None:
+        return out
     order = np.argsort(x, axis=1)  # ties are averaged below, so stability does not matter
-    xs = np.take_along_axis(x, order, axis=1)
+    order += (np.arange(n) * p)[:, None]  # flat positions: plain take/put are several times faster than *_along_axis
+    order = order.ravel()
+    xs = np.take(x.ravel(), order).reshape(n, p)
     new = np.empty((n, p), dtype=bool)
     new[:, 0] = True
     np.not_equal(xs[:, 1:], xs[:, :-1], out=new[:, 1:])
     starts = np.flatnonzero(new.ravel())  # runs never cross rows: every row starts a run
     lengths = np.diff(np.append(starts, n * p))
     mid = (starts % p) + 1.0 + (lengths - 1) / 2.0
-    out = np.empty((n, p))
-    np.put_along_axis(out, order, np.repeat(mid, lengths).reshape(n, p), axis=1)
-    return out
+    out = np.empty(n * p)
+    out[order] = np.repeat(mid, lengths)
+    return out.reshape(n, p)
+
+
+def _integer_row_ranks(x: np.ndarray) -> np.ndarray | None:
+    """:func:`row_ranks` by counting, for integer values spanning at most max(p, 256) levels; None otherwise.
+
+    Row i's average rank of value v is (count below v) + (count of v + 1) / 2,
+    read from a per-row histogram of the values (n x levels) and its running
+    sum: about eight sweeps over x and no sort.
+    """
+    n, p = x.shape
+    if x.dtype.kind not in "fiub":
+        return None
+    if x.dtype.kind == "f":
+        head = x[0]
+        if not np.array_equal(head, np.floor(head)):  # cheap early exit for continuous data (and NaN)
+            return None
+    lo, hi = x.min(), x.max()
+    if x.dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi) and abs(lo) < 2**52 and abs(hi) < 2**52):
+        return None
+    levels = int(hi) - int(lo) + 1
+    if levels > max(p, 256):
+        return None
+    keys = x.astype(np.intp)
+    if x.dtype.kind == "f" and not np.array_equal(keys, x):
+        return None
+    keys += (np.arange(n, dtype=np.intp) * levels - int(lo))[:, None]  # row i's values -> i * levels + (v - lo)
+    counts = np.bincount(keys.ravel(), minlength=n * levels)
+    avg = np.cumsum(counts.reshape(n, levels), axis=1, dtype=np.float64).ravel()
+    avg -= 0.5 * (counts - 1)  # running count through v, minus (count of v - 1) / 2
+    return np.take(avg, keys)
 
 
 def rank_sums(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -434,7 +580,7 @@ def approx_ranks(values: np.ndarray, tables: Sequence[RankTable], n_features: in
 
 
 __all__ = [
-    "ALIASES", "KERNELS", "AnchorStats", "RankTable", "approx_ranks", "cross_entropy", "embed", "euclidean_distance",
-    "full_kernel", "loo_distance", "loo_embed", "loo_full", "loo_linear", "pearson_from_sums", "rank_sums", "rank_table",
+    "ALIASES", "KERNELS", "LDA_TOL", "AnchorStats", "LdaFit", "RankTable", "approx_ranks", "cross_entropy", "embed", "euclidean_distance",
+    "full_kernel", "lda_proba", "lda_svd", "loo_distance", "loo_embed", "loo_full", "loo_linear", "pearson_from_sums", "rank_sums", "rank_table",
     "rank_tables", "resolve_kernels", "row_ranks", "select_kernel", "sketch_features", "stacked_class_weights",
 ]

@@ -152,7 +152,12 @@ def _memory_input(X, n_features: int | None):
 
     if isinstance(X, (FeatureStore, da.Array)) or type(X).__module__.startswith(("zarr", "h5py")):
         return None
-    Xm = _numpy_input(X, min_samples=1 if n_features is not None else 2)
+    min_samples = 1 if n_features is not None else 2
+    if (type(X) is np.ndarray and X.ndim == 2 and X.dtype in (np.float64, np.float32) and X.shape[0] >= min_samples
+            and X.shape[1] >= 1):
+        Xm = X  # what check_array returns for such an array (no copy), without its overhead
+    else:
+        Xm = _numpy_input(X, min_samples=min_samples)
     if n_features is not None and Xm.shape[1] != n_features:
         raise WidemlError(f"X has {Xm.shape[1]} features, but EncoderClassifier is expecting {n_features} features as input; "
                           "give data with the training features in the same order.")
@@ -161,18 +166,30 @@ def _memory_input(X, n_features: int | None):
 
 def _fit_data(X, y) -> FitInput:
     """Validated training input; numpy-like X stays a plain array (``X`` is None: no dask view is built)."""
-    import dataclasses
+    if y is not None and not (isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "iubU"):
+        from sklearn.utils.multiclass import check_classification_targets
 
-    from sklearn.utils.multiclass import check_classification_targets
-
-    if y is not None:
         check_classification_targets(np.asarray(y) if not isinstance(y, np.ndarray) else y)
     Xm = _memory_input(X, None)
     if Xm is None:
         return fit_input(X, y)
-    head = fit_input(Xm[:, :1], y)  # labels validated exactly as for any other input
-    fields = {f.name: getattr(head, f.name) for f in dataclasses.fields(head)}
-    return _MemoryFitInput(**(fields | {"X": None, "in_memory": True, "numpy_X": Xm}))
+    return _MemoryFitInput(None, *_memory_labels(y, Xm.shape[0]), True, Xm, {"input": "numpy"})
+
+
+def _memory_labels(y, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(y, classes, codes) of in-memory training data, validated exactly as :func:`~wideml.estimators._input.fit_input` does."""
+    from wideml.storage.writer import check_labels
+
+    if y is None:
+        raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        from sklearn.utils.validation import column_or_1d
+
+        y = column_or_1d(y, warn=True)
+    y = check_labels(y, n, what="y")
+    classes, codes = np.unique(y, return_inverse=True)
+    return y, classes, codes.astype(np.int64)
 
 
 class _MemoryFitInput(FitInput):
@@ -212,10 +229,19 @@ def _lazy(Xd, Xmem):
 def _lda(Z: np.ndarray, codes: np.ndarray) -> LinearDiscriminantAnalysis:
     """scikit-learn's LDA (SVD solver, empirical priors) on the embedding.
 
-    An embedding with no within-class spread at all (e.g. Spearman with a single
-    feature) leaves the SVD solver nothing to whiten; the least-squares solver
-    then gives the prior-only classifier.
+    The SVD solver's algebra runs directly on the small embedding
+    (:func:`wideml.algebra.encoder.lda_svd`, no input validation) and its
+    result is stored in a ``LinearDiscriminantAnalysis``. When that fast path
+    does not apply, scikit-learn fits it; an embedding with no within-class
+    spread at all (e.g. Spearman with a single feature) leaves the SVD solver
+    nothing to whiten, and the least-squares solver then gives the prior-only
+    classifier.
     """
+    n_classes = int(codes.max()) + 1 if len(codes) else 0
+    with _one_blas_thread():
+        fit = alg.lda_svd(Z, codes, n_classes)
+    if fit is not None:
+        return _lda_model(fit, Z.shape[1], n_classes)
     with warnings.catch_warnings(), _one_blas_thread():
         warnings.simplefilter("ignore")
         try:
@@ -224,7 +250,26 @@ def _lda(Z: np.ndarray, codes: np.ndarray) -> LinearDiscriminantAnalysis:
             return LinearDiscriminantAnalysis(solver="lsqr").fit(Z, codes)
 
 
+def _lda_model(fit: alg.LdaFit, n_features: int, n_classes: int) -> LinearDiscriminantAnalysis:
+    """A fitted ``LinearDiscriminantAnalysis`` holding :func:`~wideml.algebra.encoder.lda_svd`'s result."""
+    lda = LinearDiscriminantAnalysis()
+    lda.classes_ = np.arange(n_classes)
+    lda.n_features_in_ = int(n_features)
+    lda.priors_, lda.means_, lda.xbar_ = fit.priors, fit.means, fit.xbar
+    lda.scalings_, lda.explained_variance_ratio_ = fit.scalings, fit.explained_variance_ratio
+    lda.coef_, lda.intercept_ = fit.coef, fit.intercept
+    lda._max_components = lda._n_features_out = fit.max_components
+    return lda
+
+
 def _proba(lda: LinearDiscriminantAnalysis, Z: np.ndarray) -> np.ndarray:
+    """The LDA's posterior probabilities; computed directly for finite float input (scikit-learn's formula)."""
+    coef = getattr(lda, "coef_", None)
+    if (isinstance(Z, np.ndarray) and Z.ndim == 2 and Z.dtype.kind == "f" and coef is not None and coef.ndim == 2
+            and Z.shape[1] == coef.shape[1] and (coef.shape[0] == len(lda.classes_) or (coef.shape[0] == 1 and len(lda.classes_) == 2))
+            and np.isfinite(Z).all()):
+        with _one_blas_thread():
+            return alg.lda_proba(coef, lda.intercept_, Z)
     with warnings.catch_warnings(), _one_blas_thread():
         warnings.simplefilter("ignore")
         return lda.predict_proba(Z)
@@ -444,6 +489,11 @@ def _precision(setting: str, dtype) -> str:
     return "float32" if np.dtype(dtype) == np.float32 else "float64"
 
 
+def _needs_row_norms(kernels, selection: str) -> bool:
+    """Whether fitting uses ||x_i||^2: the euclidean kernel, and the leave-one-out score of the linear one."""
+    return "euclidean" in kernels or (selection == "loo_cross_entropy" and len(kernels) > 1)
+
+
 def _baseline(est) -> str | None:
     return None if est.baseline is None else alg.ALIASES.get(str(est.baseline), str(est.baseline))
 
@@ -574,9 +624,10 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         sketch = alg.sketch_features(p, self.sketch_size, self.random_state) if plan[0] == "approx" else None
         keep = data.in_memory or plan[0] == "exact"
         Xmem = data.numpy_X
-        stats = _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=self.precision_),
+        need_sq = _needs_row_norms(kernels, self.selection)
+        stats = _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=self.precision_, need_sq=need_sq),
                      lambda: enc.class_stats_pass(Xd, W, n_write=K, out_group=group, sketch_idx=sketch, keep_means=keep,
-                                                  precision=self.precision_),
+                                                  precision=self.precision_, need_sq=need_sq),
                      "EncoderClassifier fit: class statistics and X-to-U pass")
         passes = 1
         ranks, S_mem = None, None
@@ -945,8 +996,10 @@ def cross_validate_encoder(
     sketch = alg.sketch_features(p, sketch_size, est.random_state) if plan[0] == "approx" else None
     prec = _precision(precision, (data.X if data.X is not None else data.numpy_X).dtype)
     Xmem = data.numpy_X
-    stats = _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=prec),
-                 lambda: enc.class_stats_pass(data.X, W, sketch_idx=sketch, keep_means=plan[0] == "exact", precision=prec),
+    need_sq = _needs_row_norms(kernels, selection)
+    stats = _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=prec, need_sq=need_sq),
+                 lambda: enc.class_stats_pass(data.X, W, sketch_idx=sketch, keep_means=plan[0] == "exact", precision=prec,
+                                              need_sq=need_sq),
                  f"encoder cross-validation: one pass for {len(folds)} folds")
     passes, ranks = 1, None
     loo = None
