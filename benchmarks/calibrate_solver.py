@@ -24,8 +24,8 @@ def features(row: dict, n_power_iter: int = 1, n_oversamples: int = 10, itemsize
     n, p, d = row["n"], row["p"], row["d"]
     gb = n * p * itemsize / 1e9
     width = min(n, d + n_oversamples)
-    gram = [2 * gb, n * n * p, n**3]  # per-GB pass cost, product, n x n algebra
-    randomized = [(n_power_iter + 3) * gb, (n_power_iter + 2) * 2 * n * width * p]
+    gram = [2 * gb, n * n * p, n**3, n * d * p]  # per-GB pass cost, Gram product, n x n algebra, emit product
+    randomized = [(n_power_iter + 3) * gb, (n_power_iter + 2) * 2 * n * width * p, p * width]  # + test-matrix generation
     return gram, randomized
 
 
@@ -48,8 +48,10 @@ def main() -> None:
     print(f"GRAM_PASS_S_PER_GB = {g[0]:.3g}")
     print(f"GRAM_RATE = {1 / g[1]:.3g}" if g[1] > 0 else "GRAM_RATE = inf")
     print(f"EIGH_COEF = {g[2] / g[1]:.3g}" if g[1] > 0 else "EIGH_COEF = n/a")
+    print(f"EMIT_RATE = {1 / g[3]:.3g}" if g[3] > 0 else "EMIT_RATE = inf (no emit term)")
     print(f"SKETCH_PASS_S_PER_GB = {rz[0]:.3g}")
     print(f"SKETCH_RATE = {1 / rz[1]:.3g}" if rz[1] > 0 else "SKETCH_RATE = inf")
+    print(f"RANDOM_RATE = {1 / rz[2]:.3g}" if rz[2] > 0 else "RANDOM_RATE = inf (no generation term)")
 
 
 if __name__ == "__main__":

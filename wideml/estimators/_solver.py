@@ -1,22 +1,18 @@
 """``solver="auto"``: choose the exact Gram solver or the randomized one from a cost model.
 
-Cost model of a whole fit, in seconds (constants below, calibrated on the benchmark grid of
-``benchmarks/scaling_solvers.py --part B``: n in {500, 2000, 8000}, d in {10, 100}, 1 GB
-float32 stores, 2 cores):
+Cost model of a whole fit, in seconds. The constants below were fitted by
+``benchmarks/calibrate_solver.py`` (non-negative least squares on relative error) to the
+grid of ``benchmarks/scaling_solvers.py --part B`` (n in {500, 2000, 8000}, d in {10, 100},
+1 GB float32 stores, float32 chunk products, 2 cores; ``results/scaling_solvers_b_calibration.json``)
+and checked on a second run of that grid plus sizes it was not fitted on (``--part D``):
 
 - exact Gram: 2 passes (Gram + emit), each ``GRAM_PASS_S_PER_GB`` per GB of X, plus the
-  product ``n^2 p / GRAM_RATE`` and the n x n algebra (centring, eigensolve)
-  ``EIGH_COEF * n^3 / GRAM_RATE``;
+  Gram product ``n^2 p / GRAM_RATE``, the n x n algebra (centring, eigensolve)
+  ``EIGH_COEF * n^3 / GRAM_RATE`` and the emit product ``n d p / EMIT_RATE``;
 - randomized: n_power_iter + 3 passes (sketch, power steps, Rayleigh-Ritz, emit), each
-  ``SKETCH_PASS_S_PER_GB`` per GB plus, for the n_power_iter + 2 sketch passes, the thin
-  products ``2 n l p / SKETCH_RATE`` with l = d + n_oversamples.
-
-The constants predate float32 chunk products (``precision="auto"``) in the Gram and
-sketch passes and need recalibrating on that grid. One check on a 2 GB float32 store
-(n=2000, p=250000, d=50, 2 shared cores): the model predicts 13.8 s (gram) and 18.4 s
-(randomized), the fits took 12.9 s and 9.3 s. The randomized side is now overestimated.
-Do not retune only one side: both constants are fitted to the same grid, and lowering
-just the randomized ones moves small fits (n=60, p=300) to the randomized solver.
+  ``SKETCH_PASS_S_PER_GB`` per GB, plus, for the n_power_iter + 2 sketch passes, the thin
+  products ``2 n l p / SKETCH_RATE`` with l = d + n_oversamples, and the generation of the
+  keyed Gaussian test matrix ``p l / RANDOM_RATE``.
 
 Memory: the Gram solver keeps a few n x n float64 matrices alive (``GRAM_COPIES``); if they
 do not fit half the memory budget (config ``memory-limit``) the randomized solver is used
@@ -25,16 +21,20 @@ whatever the time estimate says.
 
 from __future__ import annotations
 
-#: Seconds per GB of X for one pass of the Gram solver (read, float64 copy, centring, statistics).
-GRAM_PASS_S_PER_GB = 1.8
-#: Seconds per GB of X for one pass of the randomized solver (float64-era calibration, see the module notes).
-SKETCH_PASS_S_PER_GB = 1.55
+#: Seconds per GB of X for one pass of the Gram solver (read, centring, statistics).
+GRAM_PASS_S_PER_GB = 0.956
+#: Seconds per GB of X for one pass of the randomized solver.
+SKETCH_PASS_S_PER_GB = 0.724
 #: Rate of the chunk Gram products, in units of n^2 p per second.
-GRAM_RATE = 1.7e11
+GRAM_RATE = 5.83e11
+#: Rate of the emit pass's product X^T B, in units of n d p per second.
+EMIT_RATE = 1.14e10
 #: Rate of the sketch passes' thin products, in units of 2 n l p per second.
-SKETCH_RATE = 3.0e10
+SKETCH_RATE = 8.13e10
+#: Rate of generating the keyed Gaussian test matrix, in entries (p l) per second.
+RANDOM_RATE = 3.54e7
 #: Cost of the n x n algebra in units of n^3 / GRAM_RATE.
-EIGH_COEF = 15.0
+EIGH_COEF = 81.3
 #: n x n float64 matrices alive at once in the Gram pass (accumulators, tree partials, eigensolve workspace).
 GRAM_COPIES = 6
 
@@ -42,10 +42,11 @@ GRAM_COPIES = 6
 def estimate_seconds(n: int, p: int, d: int, n_power_iter: int = 1, n_oversamples: int = 10, itemsize: int = 4) -> dict[str, float]:
     """Estimated fit time of both solvers (emit pass included)."""
     gb = n * p * itemsize / 1e9
-    gram = 2 * GRAM_PASS_S_PER_GB * gb + n * n * p / GRAM_RATE + EIGH_COEF * n**3 / GRAM_RATE
+    gram = 2 * GRAM_PASS_S_PER_GB * gb + n * n * p / GRAM_RATE + EIGH_COEF * n**3 / GRAM_RATE + n * d * p / EMIT_RATE
     width = min(n, d + n_oversamples)
     sketch_passes = n_power_iter + 2
-    randomized = (sketch_passes + 1) * SKETCH_PASS_S_PER_GB * gb + sketch_passes * 2 * n * width * p / SKETCH_RATE
+    randomized = ((sketch_passes + 1) * SKETCH_PASS_S_PER_GB * gb + sketch_passes * 2 * n * width * p / SKETCH_RATE
+                  + p * width / RANDOM_RATE)
     return {"gram": gram, "randomized": randomized}
 
 
