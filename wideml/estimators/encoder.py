@@ -221,6 +221,22 @@ def _feature_chunk(data: FitInput) -> int:
     return default_feature_chunk(*data.numpy_X.shape, data.numpy_X.dtype.itemsize)
 
 
+def _group_array(group: str, name: str, arrays: dict) -> da.Array:
+    """A fitted p-sized array of the model group as a dask array, read by wideml's raw chunk reader.
+
+    (``da.from_zarr`` opens the array through zarr and fsspec, about 10 ms a fit; the array was
+    created by :func:`~wideml.estimators._workdir.new_model_group` with the shape and chunks given.)
+    """
+    import uuid
+
+    from wideml.storage.reader import ZarrReader
+
+    shape, chunks = arrays[name]
+    reader = ZarrReader(group, name, shape, np.float64, chunks)
+    return da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0)),
+                         name=f"wideml-encoder-{name}-{uuid.uuid4().hex}")
+
+
 def _lazy(Xd, Xmem):
     """The dask view of new data (wrapping an in-memory array only when a graph needs it)."""
     return Xd if Xd is not None else da.from_array(Xmem)
@@ -619,8 +635,7 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             arrays = {enc.CLASS_MEANS: ((K, p), (K, width))}
             if use_rank:
                 arrays[enc.CLASS_MEAN_RANKS] = ((K, p), (K, width))
-            self._drop_previous_group()
-            group = new_model_group(self, self.workdir, arrays)
+            group = self._model_group(arrays)
         sketch = alg.sketch_features(p, self.sketch_size, self.random_state) if plan[0] == "approx" else None
         keep = data.in_memory or plan[0] == "exact"
         Xmem = data.numpy_X
@@ -652,8 +667,8 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.train_codes_ = codes
         self._group = group
         if group is not None:
-            self.class_means_ = da.from_zarr(f"{group}/{enc.CLASS_MEANS}")
-            self.class_mean_ranks_ = da.from_zarr(f"{group}/{enc.CLASS_MEAN_RANKS}") if use_rank else None
+            self.class_means_ = _group_array(group, enc.CLASS_MEANS, arrays)
+            self.class_mean_ranks_ = _group_array(group, enc.CLASS_MEAN_RANKS, arrays) if use_rank else None
         else:
             self.class_means_ = stats.means[:K]
             self.class_mean_ranks_ = None
@@ -661,6 +676,24 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 self.class_mean_ranks_ = S_mem[:K]
         self.rank_sums_ = (ranks.s_sum[:K], ranks.s_sq[:K]) if ranks is not None else None
         self._train_X = None
+
+    def _model_group(self, arrays: dict) -> str:
+        """The zarr group the fit writes its p-sized arrays into.
+
+        A refit with the same arrays (names, shapes, chunks) and ``workdir``
+        overwrites the previous fit's group in place (the pass writes every
+        chunk); otherwise the previous group is deleted and a new one made.
+        """
+        import os
+
+        spec = (self.workdir, tuple(sorted(arrays.items())))
+        old = getattr(self, "_group", None)
+        if old and getattr(self, "_group_spec", None) == spec and os.path.isdir(old):
+            return old
+        self._drop_previous_group()
+        group = new_model_group(self, self.workdir, arrays)
+        self._group_spec = spec
+        return group
 
     def _drop_previous_group(self) -> None:
         """A refit replaces the store-backed arrays of the previous fit: delete them now, not at exit."""
@@ -671,6 +704,7 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         if old:
             shutil.rmtree(os.path.dirname(old), ignore_errors=True)
             self._group = None
+            self._group_spec = None
 
     def _fit_full(self, data, kernels) -> None:
         from wideml.passes.gram import gram_pass

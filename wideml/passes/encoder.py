@@ -118,12 +118,20 @@ _TILE_MIN_ROWS = 16
 _rowdot = getattr(np, "vecdot", None)  # numpy >= 2
 
 
+def _tile_rows(n: int, p: int, anchors: int) -> int:
+    """Rows per tile of a product of an n x p chunk with ``anchors`` rows of weights, or 0 for one whole product."""
+    rows = _TILE_MNK // max(1, anchors * p)
+    if anchors > _TILE_MAX_ANCHORS or rows < _TILE_MIN_ROWS or rows >= n or _rowdot is None:
+        return 0
+    return rows
+
+
 def _cross_sq(x: np.ndarray, U: np.ndarray, need_sq: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     """x U^T (n x A, in x's dtype) and, when ``need_sq``, the squared row norms of x (float64), from one read of x."""
     n, p = x.shape
     A = U.shape[0]
-    rows = _TILE_MNK // max(1, A * p)
-    if A > _TILE_MAX_ANCHORS or rows < _TILE_MIN_ROWS or rows >= n or _rowdot is None:
+    rows = _tile_rows(n, p, A)
+    if not rows:
         return x @ U.T, (_row_sq(x) if need_sq else None)
     UT = U.T
     cross = np.empty((n, A), dtype=np.result_type(x.dtype, U.dtype))
@@ -134,6 +142,26 @@ def _cross_sq(x: np.ndarray, U: np.ndarray, need_sq: bool = True) -> tuple[np.nd
         if need_sq:
             _rowdot(xs, xs, out=sq[a : a + rows])
     return cross, (sq.astype(np.float64) if need_sq else None)
+
+
+def _means_sq(x: np.ndarray, Wt: np.ndarray, need_sq: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Class means U = W^T x (A x p, float64) for a few anchors (dense ``Wt``, A x n) and, when ``need_sq``, the
+    squared row norms (float64), from one read of x: each row tile's product and norms while it is in cache."""
+    n, p = x.shape
+    A = Wt.shape[0]
+    rows = _tile_rows(n, p, A)
+    if not rows:
+        return (Wt @ x).astype(np.float64), (_row_sq(x) if need_sq else None)
+    U = np.zeros((A, p))
+    part = np.empty((A, p), dtype=np.result_type(x.dtype, Wt.dtype))
+    sq = np.empty(n, dtype=x.dtype) if need_sq else None
+    for a in range(0, n, rows):
+        xs = x[a : a + rows]
+        np.matmul(Wt[:, a : a + rows], xs, out=part)
+        U += part
+        if need_sq:
+            _rowdot(xs, xs, out=sq[a : a + rows])
+    return U, (sq.astype(np.float64) if need_sq else None)
 
 
 def _float_block(block, offset: int, precision: str) -> np.ndarray:
@@ -226,6 +254,66 @@ def anchor_sample(W: np.ndarray, sample: np.ndarray) -> np.ndarray:
     return np.asarray(_class_mean_operator(W) @ np.asarray(sample, dtype=np.float64))
 
 
+def _reduce_graph(what: str, func, per_chunk: Sequence[tuple], shared: tuple = (), finish=None, finish_args: tuple = ()):
+    """One task ``func(*per_chunk[j], *shared)`` per chunk, summed in a tree by :func:`_sum_parts`, then ``finish``.
+
+    The graph is written out directly: an argument that is a ``Delayed`` (a
+    stripe of X, of the class means) stands for its key and brings its graph
+    along; ``shared`` values are stored once in the graph. Nothing is hashed,
+    so building a pass over ~60 chunks takes well under a millisecond instead
+    of the ~10 ms of ``dask.delayed`` calls (which tokenize every argument).
+
+    Returns
+    -------
+    dask.delayed.Delayed
+    """
+    import uuid
+
+    from dask.delayed import Delayed
+    from dask.highlevelgraph import HighLevelGraph
+
+    token = uuid.uuid4().hex
+    layer: dict = {}
+    graphs: dict[int, Delayed] = {}
+    shared_keys = []
+    for i, value in enumerate(shared):
+        key = f"wideml-encoder-{what}-const{i}-{token}"
+        layer[key] = value
+        shared_keys.append(key)
+
+    def ref(arg):
+        if isinstance(arg, Delayed):
+            graphs.setdefault(id(arg.dask), arg)
+            return arg.key
+        return arg
+
+    parts = []
+    for j, args in enumerate(per_chunk):
+        key = (f"wideml-encoder-{what}-{token}", j)
+        layer[key] = (func, *map(ref, args), *shared_keys)
+        parts.append(key)
+    from wideml.runtime.config import config_value
+
+    width = max(2, int(config_value("tree-width")))
+    level = 0
+    while len(parts) > 1:
+        merged = []
+        for i in range(0, len(parts), width):
+            group = parts[i : i + width]
+            if len(group) == 1:
+                merged.append(group[0])
+                continue
+            key = (f"wideml-encoder-{what}-sum{level}-{token}", i)
+            layer[key] = (_sum_parts, *group)
+            merged.append(key)
+        parts, level = merged, level + 1
+    out = parts[0]
+    if finish is not None:
+        out = f"wideml-encoder-{what}-finish-{token}"
+        layer[out] = (finish, parts[0], *finish_args)
+    return Delayed(out, HighLevelGraph.from_collections(out, layer, dependencies=list(graphs.values())))
+
+
 def _sum_parts(*parts):
     out = {}
     for key in parts[0]:
@@ -241,13 +329,28 @@ def _sum_parts(*parts):
 # --------------------------------------------------------------------------------------
 # pass 1: class statistics and X-to-U products
 # --------------------------------------------------------------------------------------
+def _stats_operator(W: np.ndarray, dtype):
+    """The class-mean operator W^T as the chunk task wants it: dense (A x n, ``dtype``) for a few anchors, whose
+    products run in row tiles (:func:`_means_sq`), else sparse (:func:`_class_mean_operator`)."""
+    dtype = np.dtype(dtype)
+    if W.shape[1] <= _TILE_MAX_ANCHORS:
+        return np.ascontiguousarray(np.asarray(W, dtype=np.float64).T).astype(dtype, copy=False)
+    op = _class_mean_operator(W)
+    return op.astype(dtype) if op.dtype != dtype else op
+
+
 def _stats_chunk(block, offset, W, n_write, out_group, sketch_idx, keep_means, precision, need_sq=True):
     offset = int(offset)
     x = _float_block(block, offset, precision)
     if W.dtype != x.dtype:
         W = W.astype(x.dtype)
-    U = np.asarray(W @ x)
-    cross, x_sq = _cross_sq(x, U, need_sq)
+    if isinstance(W, np.ndarray):  # few anchors: two tiled reads of x (means and norms, then x U^T)
+        U64, x_sq = _means_sq(x, W, need_sq)
+        U = U64.astype(x.dtype, copy=False)
+        cross, _ = _cross_sq(x, U, False)
+    else:
+        U = np.asarray(W @ x)
+        cross, x_sq = _cross_sq(x, U, need_sq)
     if need_sq:
         finite = np.isfinite(x_sq).all()
     else:  # every row with a weight is summed into U: a NaN/inf there makes U non-finite
@@ -257,7 +360,7 @@ def _stats_chunk(block, offset, W, n_write, out_group, sketch_idx, keep_means, p
         if need_sq:
             x_sq = _row_sq(x.astype(np.float64))  # finite values whose float32 squares overflowed
     cross = cross.astype(np.float64, copy=False)
-    U64 = U.astype(np.float64, copy=False)
+    U64 = U.astype(np.float64, copy=False)  # the means as multiplied (in the working precision)
     u_sq = np.square(U64).sum(axis=1)
     _write(out_group, CLASS_MEANS, U64[:n_write], offset)
     sketch = None
@@ -316,13 +419,11 @@ def class_stats_pass(
         Computes to a :class:`ClassStats` (``x_sq`` None unless ``need_sq``).
     """
     stripes, offsets = feature_stripes(X)
-    op = _class_mean_operator(W)
-    dt = np.float32 if precision == "float32" else np.float64
-    W_d = _const(op.astype(dt) if op.dtype != dt else op, "class-mean-operator")
+    op = _stats_operator(W, np.float32 if precision == "float32" else np.float64)
     idx = None if sketch_idx is None else np.asarray(sketch_idx, dtype=np.int64)
-    task = dask.delayed(_stats_chunk, pure=False)  # unique task names without hashing every argument
-    parts = [task(s, int(o), W_d, n_write, out_group, idx, keep_means, precision, need_sq) for s, o in zip(stripes, offsets)]
-    return dask.delayed(_stats_finish, pure=True)(tree_reduce(parts, _sum_parts), int(X.shape[1]))
+    shared = (op, n_write, out_group, idx, keep_means, precision, need_sq)
+    return _reduce_graph("class-stats", _stats_chunk, [(s, int(o)) for s, o in zip(stripes, offsets)], shared,
+                         finish=_stats_finish, finish_args=(int(X.shape[1]),))
 
 
 # --------------------------------------------------------------------------------------
@@ -536,11 +637,9 @@ def anchor_pass(X: da.Array, U=None, *, S=None, x_tables: Sequence[RankTable] | 
     stripes, offsets = feature_stripes(X)
     us = _aligned_stripes(U, X) if U is not None else [None] * len(stripes)
     ss = _aligned_stripes(S, X) if S is not None else [None] * len(stripes)
-    tables = _const(list(x_tables), "row-rank-tables") if x_tables is not None else None
-    task = dask.delayed(_anchor_chunk, pure=True)
-    p = int(X.shape[1])
-    parts = [task(x, int(o), u, s, tables, p, precision) for x, o, u, s in zip(stripes, offsets, us, ss)]
-    return tree_reduce(parts, _sum_parts)
+    tables = list(x_tables) if x_tables is not None else None
+    per_chunk = [(x, int(o), u, s) for x, o, u, s in zip(stripes, offsets, us, ss)]
+    return _reduce_graph("anchors", _anchor_chunk, per_chunk, (tables, int(X.shape[1]), precision))
 
 
 def _sketch_chunk(block, offset, idx):
@@ -619,7 +718,8 @@ def class_stats_local(X: np.ndarray, W: np.ndarray, *, sketch_idx: np.ndarray | 
                       need_sq: bool = True) -> ClassStats:
     """:func:`class_stats_pass` for an in-memory X (no graph; the class means are kept)."""
     idx = None if sketch_idx is None else np.asarray(sketch_idx, dtype=np.int64)
-    return _stats_finish(_stats_chunk(X, 0, _class_mean_operator(W), 0, None, idx, True, precision, need_sq), X.shape[1])
+    op = _stats_operator(W, np.float32 if precision == "float32" else np.float64)
+    return _stats_finish(_stats_chunk(X, 0, op, 0, None, idx, True, precision, need_sq), X.shape[1])
 
 
 def spearman_sketch_local(X: np.ndarray, W: np.ndarray, x_tables, u_tables, *, loo: LooSpec | None = None) -> dict:
