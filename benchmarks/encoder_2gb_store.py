@@ -2,17 +2,25 @@
 
 Measured in one run (medians of --repeats):
 - one read pass of the store: the fastest of raw chunk-file reads, zarr's own reads
-  and wideml's dask reads (``_common.read_pass_yardsticks``);
+  and wideml's dask reads (``_common.read_pass_yardsticks``), from the page cache
+  and off disk (the store's pages evicted first);
 - EncoderClassifier(kernels="linear,euclidean").fit(store): wall time and the number
-  of passes (chunk reads / chunks), and the ratio to one read pass (target <= 1.2);
+  of passes (chunk reads / chunks), and the ratio to one read pass (target <= 1.2),
+  from the page cache and off disk;
 - the same for kernels="linear", for predict on the same store (one pass), and for
   the multi-kernel fit with estimated Spearman ranks (two passes).
+
+From the page cache a read pass is a memory copy at about the speed of one sweep
+over the data, and the fit sweeps every chunk twice more after reading it (class
+means with the squared row norms, then x U^T: the products need the chunk's
+finished class means), so there the fit costs about twice a read pass on 2 cores.
+Off disk the read dominates and the sweeps hide behind it.
 
 The store holds ``enc-normal-noise`` (the encoder paper's setting) written by
 ``wideml.sims.simulate_to_store``. The encoder's per-chunk arithmetic runs in
 float32 (``precision="auto"`` for float32 X); the sums across chunks are float64.
 
-Usage: python benchmarks/encoder_2gb_store.py [--workdir DIR] [--repeats 3] [--keep]
+Usage: python benchmarks/encoder_2gb_store.py [--workdir DIR | --store PATH] [--repeats 3] [--keep] [--skip-spearman]
 """
 
 from __future__ import annotations
@@ -24,12 +32,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import median_time, raw_read, read_pass_yardsticks, save
+from _common import cold_median_time, median_time, raw_read, read_pass_yardsticks, save
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--store", default=None, help="use this existing store (never deleted) instead of simulating one")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--p", type=int, default=250_000)
@@ -42,9 +51,13 @@ def main() -> None:
     from wideml.sims import simulate_to_store
     from wideml.storage.reader import READ_COUNTER
 
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="wideml-enc-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    path = work / "enc2gb.zarr"
+    if args.store:
+        path = Path(args.store)
+        work = None
+    else:
+        work = Path(args.workdir or tempfile.mkdtemp(prefix="wideml-enc-bench-"))
+        work.mkdir(parents=True, exist_ok=True)
+        path = work / "enc2gb.zarr"
     t0 = time.perf_counter()
     if not path.exists():
         simulate_to_store("enc-normal-noise", path, args.n, args.p, seed=0, feature_chunk=4096)
@@ -63,7 +76,8 @@ def main() -> None:
     for _ in range(args.repeats):
         raw_read(path, 1)
     reads["raw_read_1thread_cpu"] = (time.process_time() - c0) / args.repeats
-    out = {"n": store.n_samples, "p": store.n_features, "bytes": store.nbytes, "n_chunks": n_chunks, "read": reads,
+    out = {"store": str(path), "n_classes": int(len(set(store.y.tolist()))), "n": store.n_samples, "p": store.n_features,
+           "bytes": store.nbytes, "n_chunks": n_chunks, "read": reads,
            "load_avg_after_reads": list(os.getloadavg())}
 
     def timed(label, fn, repeats=args.repeats):
@@ -81,6 +95,11 @@ def main() -> None:
     lin_euc = EncoderClassifier(kernels="linear,euclidean")
     out["fit_linear_euclidean"] = timed("fit, kernels linear+euclidean", lambda: lin_euc.fit(store))
     out["fit_linear_euclidean"]["selected"] = lin_euc.kernel_
+    cold, cold_runs = cold_median_time(lambda: lin_euc.fit(store), path, args.repeats)
+    read_cold = reads["read_pass_cold"]
+    out["fit_linear_euclidean_off_disk"] = {"seconds": cold, "runs": cold_runs, "ratio_to_read_pass_off_disk": cold / read_cold}
+    print(f"{'fit, kernels linear+euclidean, off disk':44s} {cold:6.2f} s (runs {', '.join(f'{t:.2f}' for t in cold_runs)}), "
+          f"{cold / read_cold:.2f} x one read pass off disk ({read_cold:.2f} s)", flush=True)
     lin = EncoderClassifier(kernels="linear")
     out["fit_linear"] = timed("fit, kernel linear", lambda: lin.fit(store))
     out["predict_linear"] = timed("predict (linear), same store", lambda: lin.predict(store))
@@ -112,11 +131,13 @@ def main() -> None:
 
 def finish(out, work, args) -> None:
     out["target"] = "linear/euclidean fit: 1 pass and <= 1.2 x one read pass"
-    out["met"] = bool(out["fit_linear_euclidean"]["passes"] == 1 and out["fit_linear_euclidean"]["ratio_to_read_pass"] <= 1.2)
-    print(f"target met: {out['met']}")
+    one = out["fit_linear_euclidean"]["passes"] == 1
+    out["met"] = bool(one and out["fit_linear_euclidean"]["ratio_to_read_pass"] <= 1.2)
+    out["met_off_disk"] = bool(one and out["fit_linear_euclidean_off_disk"]["ratio_to_read_pass_off_disk"] <= 1.2)
+    print(f"target met: from the page cache {out['met']}, off disk {out['met_off_disk']}")
     res = save("encoder_2gb_store" + ("_no_spearman" if args.skip_spearman else ""), out)
     print(f"written {res}")
-    if not args.keep and not args.workdir:
+    if work is not None and not args.keep and not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -132,7 +132,9 @@ def _cross_sq(x: np.ndarray, U: np.ndarray, need_sq: bool = True) -> tuple[np.nd
     A = U.shape[0]
     rows = _tile_rows(n, p, A)
     if not rows:
-        return x @ U.T, (_row_sq(x) if need_sq else None)
+        # float64: OpenBLAS runs (U x^T)^T, with the few anchors as rows, 1.1-1.6x faster than x U^T (float32: slower)
+        cross = (U @ x.T).T if np.result_type(x.dtype, U.dtype) == np.float64 else x @ U.T
+        return cross, (_row_sq(x) if need_sq else None)
     UT = U.T
     cross = np.empty((n, A), dtype=np.result_type(x.dtype, U.dtype))
     sq = np.empty(n, dtype=x.dtype) if need_sq else None
