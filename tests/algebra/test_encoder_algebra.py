@@ -104,3 +104,45 @@ def test_row_ranks_equal_scipy_average_ranks():
     X = np.round(rng.standard_normal((40, 70)), 1)
     X[3] = 1.0  # a constant row
     np.testing.assert_array_equal(alg.row_ranks(X), scipy.stats.rankdata(X, axis=1))
+
+
+@pytest.mark.parametrize("X", [
+    np.random.default_rng(1).integers(0, 256, (30, 64)).astype(float),  # pixels: ranked by counting
+    np.random.default_rng(2).integers(-3, 4, (12, 9)),  # integers with many ties
+    np.random.default_rng(3).integers(0, 9, (20, 40)).astype(np.float32)[:, ::2],  # float32, not contiguous
+    np.random.default_rng(4).integers(0, 10**6, (10, 30)).astype(float),  # integers of a wide range: sorted
+    np.vstack([np.arange(50.0), np.random.default_rng(5).standard_normal((4, 50))]),  # first row integral only
+])
+def test_row_ranks_by_counting_or_sorting_equal_scipy(X):
+    np.testing.assert_array_equal(alg.row_ranks(X), scipy.stats.rankdata(X, axis=1))
+
+
+@pytest.mark.parametrize("K", [2, 3, 7])
+def test_lda_svd_matches_scikit_learn(K):
+    import warnings
+
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    rng = np.random.default_rng(K)
+    codes = rng.permutation(np.arange(300) % K)
+    Z = rng.standard_normal((300, 6)) @ rng.standard_normal((6, 6)) + codes[:, None] * 0.7
+    Z[:, 5] = Z[:, 4] * 2  # collinear columns, as encoder embeddings often have
+    Znew = rng.standard_normal((40, 6)) + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = LinearDiscriminantAnalysis().fit(Z, codes)
+    fit = alg.lda_svd(Z, codes, K)
+    np.testing.assert_allclose(fit.means, ref.means_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fit.coef, ref.coef_, rtol=1e-9, atol=1e-9 * np.abs(ref.coef_).max())
+    np.testing.assert_allclose(fit.intercept, ref.intercept_, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(fit.explained_variance_ratio, ref.explained_variance_ratio_, atol=1e-12)
+    np.testing.assert_allclose(alg.lda_proba(fit.coef, fit.intercept, Znew), ref.predict_proba(Znew), atol=1e-10)
+
+
+def test_lda_svd_declines_what_it_does_not_handle():
+    Z = np.random.default_rng(0).standard_normal((10, 3))
+    assert alg.lda_svd(Z, np.array([0] * 5 + [2] * 5), 3) is None  # a class without rows
+    assert alg.lda_svd(Z[:3], np.array([0, 1, 2]), 3) is None  # no more rows than classes
+    Z[0, 0] = np.nan
+    assert alg.lda_svd(Z, np.arange(10) % 2, 2) is None
+    assert alg.lda_svd(np.ones((10, 2)), np.arange(10) % 2, 2) is None  # no within-class spread

@@ -225,3 +225,55 @@ def test_refit_reuses_or_deletes_the_previous_fits_arrays(xy, stores, tmp_path):
     np.testing.assert_allclose(est.transform(X), 2 * X @ U1.T, rtol=1e-10)
     est.set_params(kernels="linear,spearman").fit(open_store(stores[0]))  # other arrays: a new group, the old one deleted
     assert not Path(first).exists() and Path(est._group).exists() and len(list(work.iterdir())) == 1
+
+
+@pytest.fixture(params=["whole", "tiled"])
+def chunk_products(request, monkeypatch):
+    """Chunk products in one piece, or (as with few classes and wide chunks) in row tiles of 8 rows."""
+    if request.param == "tiled":
+        from wideml.passes import encoder as enc
+
+        monkeypatch.setattr(enc, "_TILE_MNK", 8 * K * WIDTH)
+        monkeypatch.setattr(enc, "_TILE_MIN_ROWS", 2)
+    return request.param
+
+
+@pytest.mark.parametrize("kernels", ["linear", "linear,euclidean"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_nan_or_inf_is_found_with_or_without_row_norms(kernels, value, xy, tmp_path, chunk_products):
+    from wideml.passes.blocks import NonFiniteError
+
+    X, y = xy
+    bad = X.copy()
+    bad[7, 33] = value
+    with pytest.raises(NonFiniteError, match="feature index 33"):
+        EncoderClassifier(kernels=kernels).fit(bad, y)
+    path = tmp_path / "bad.zarr"
+    write_store(path, bad.astype(np.float32), y, feature_chunk=WIDTH)  # float32, 3 classes: the tiled chunk products
+    with pytest.raises(NonFiniteError, match="feature index 33"):
+        EncoderClassifier(kernels=kernels).fit(open_store(path))
+    est = EncoderClassifier(kernels=kernels).fit(X, y)
+    with pytest.raises(NonFiniteError, match="feature index 33"):
+        est.predict(bad)
+
+
+def test_float32_store_matches_the_float64_definition(xy, tmp_path, chunk_products):
+    """Float32 chunk products (few classes: a dense class-mean operator, whole or in row tiles)."""
+    X, y = xy
+    path = tmp_path / "f32.zarr"
+    write_store(path, X.astype(np.float32), y, feature_chunk=WIDTH)
+    X32 = X.astype(np.float32).astype(np.float64)
+    for kernel in ("linear", "euclidean"):
+        est = EncoderClassifier(kernels=kernel).fit(open_store(path))
+        assert est.precision_ == "float32"
+        want = reference_z(kernel, X32, y, X32)
+        np.testing.assert_allclose(est.embedding_, want, rtol=1e-5, atol=1e-4 * np.abs(want).max())
+        np.testing.assert_allclose(est.transform(open_store(path)), want, rtol=1e-5, atol=1e-4 * np.abs(want).max())
+
+
+def test_tiled_chunk_products_match_the_definition(xy, stores, chunk_products):
+    X, y = xy
+    for kernel in ("linear", "euclidean"):
+        est = EncoderClassifier(kernels=kernel).fit(open_store(stores[0]))
+        np.testing.assert_allclose(est.embedding_, reference_z(kernel, X, y, X), atol=1e-10)
+        np.testing.assert_allclose(est.transform(X[::3]), reference_z(kernel, X, y, X[::3]), atol=1e-10)

@@ -346,13 +346,14 @@ def _stats_chunk(block, offset, W, n_write, out_group, sketch_idx, keep_means, p
     x = _float_block(block, offset, precision)
     if W.dtype != x.dtype:
         W = W.astype(x.dtype)
-    if isinstance(W, np.ndarray):  # few anchors: two tiled reads of x (means and norms, then x U^T)
-        U64, x_sq = _means_sq(x, W, need_sq)
-        U = U64.astype(x.dtype, copy=False)
-        cross, _ = _cross_sq(x, U, False)
-    else:
-        U = np.asarray(W @ x)
-        cross, x_sq = _cross_sq(x, U, need_sq)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf in x: reported below, by feature index
+        if isinstance(W, np.ndarray):  # few anchors: two tiled reads of x (means and norms, then x U^T)
+            U64, x_sq = _means_sq(x, W, need_sq)
+            U = U64.astype(x.dtype, copy=False)
+            cross, _ = _cross_sq(x, U, False)
+        else:
+            U = np.asarray(W @ x)
+            cross, x_sq = _cross_sq(x, U, need_sq)
     if need_sq:
         finite = np.isfinite(x_sq).all()
     else:  # every row with a weight is summed into U: a NaN/inf there makes U non-finite
@@ -598,11 +599,12 @@ def _aligned_stripes(A, X: da.Array) -> list:
 def _anchor_chunk(block, offset, u, s, tables, p, precision):
     offset = int(offset)
     x = _float_block(block, offset, precision)
-    if u is not None:
-        u = np.asarray(u).astype(x.dtype, copy=False)
-        cross, x_sq = _cross_sq(x, u)
-    else:
-        cross, x_sq = None, _row_sq(x)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf in x: reported below, by feature index
+        if u is not None:
+            u = np.asarray(u).astype(x.dtype, copy=False)
+            cross, x_sq = _cross_sq(x, u)
+        else:
+            cross, x_sq = None, _row_sq(x)
     if not np.all(np.isfinite(x_sq)):
         check_finite(np.asarray(block), offset)
         x_sq = _row_sq(x.astype(np.float64))
