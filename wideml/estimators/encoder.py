@@ -88,435 +88,65 @@ The command line builds the estimator from plain keyword arguments, e.g.
 Cross-validation is ``cross_validate_encoder(store, cv=5, kernels=...)``, which
 returns a JSON-serialisable dict. Every user error is a one-sentence
 :class:`~wideml.exceptions.WidemlError`.
+
+Modules
+-------
+This module holds the estimator; its helpers live in
+``estimators/_encoder_data.py`` (input validation, running a pass on a graph
+or directly on an in-memory array), ``estimators/_encoder_fit.py``
+(parameters, the LDA, the Spearman rank passes, kernel selection) and
+``estimators/_encoder_cv.py`` (:func:`cross_validate_encoder`, re-exported
+here).
 """
 
 from __future__ import annotations
 
 import math
-import numbers
-import warnings
-from collections.abc import Sequence
 
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
-from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import ThreadpoolController
 
 from wideml.algebra import encoder as alg
-from wideml.estimators._input import FitInput, fit_input, predict_input
+from wideml.estimators._encoder_cv import cross_validate_encoder
+from wideml.estimators._encoder_data import (
+    _dask_view,
+    _feature_chunk,
+    _fit_data,
+    _group_array,
+    _lazy,
+    _memory_input,
+    _run,
+)
+from wideml.estimators._encoder_fit import (
+    FORMS,
+    INNER_FOLDS,
+    PRECISIONS,
+    SELECTIONS,
+    SPEARMAN_MODES,
+    _baseline,
+    _choose,
+    _choose_full,
+    _exact_block_rows,
+    _inner_folds,
+    _needs_row_norms,
+    _precision,
+    _proba,
+    _set_stats,
+    _SetPlan,
+    _spearman_fit_passes,
+    _spearman_plan,
+    _validate_params,
+)
+from wideml.estimators._input import predict_input
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
-from wideml.runtime import compute, memory_limit_bytes
+from wideml.runtime import compute
 
-SELECTIONS = ("cross_entropy", "cv_cross_entropy", "loo_cross_entropy")
-#: Inner folds of the held-out selection score ("cv_cross_entropy").
-INNER_FOLDS = 5
-FORMS = ("fast", "full")
-SPEARMAN_MODES = ("auto", "exact", "approx")
-PRECISIONS = ("auto", "float64", "float32")
-#: Bytes per element of a row block held by the exact rank step (x, its ranks, temporaries).
-_EXACT_BYTES = 8 * 4
 
-
-# ======================================================================================
-# helpers shared by fit and cross-validation
-# ======================================================================================
-_CONTROLLER = None
-
-
-def _one_blas_thread():
-    """n x K problems: one BLAS thread is fastest (threads only contend on a shared machine)."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
-
-
-def _run(Xmem, local, graph, label: str):
-    """Apply the in-memory kernel when X is already in RAM (no graph), else compute the pass's graph."""
-    if Xmem is not None:
-        with _one_blas_thread():
-            return local()
-    (out,) = compute(graph(), label=label)
-    return out
-
-
-def _memory_input(X, n_features: int | None):
-    """A validated in-memory array for numpy-like input (None for dask, zarr, h5py and stores)."""
-    from wideml.estimators._input import _numpy_input
-    from wideml.storage.featurestore import FeatureStore
-
-    if isinstance(X, (FeatureStore, da.Array)) or type(X).__module__.startswith(("zarr", "h5py")):
-        return None
-    min_samples = 1 if n_features is not None else 2
-    if (type(X) is np.ndarray and X.ndim == 2 and X.dtype in (np.float64, np.float32) and X.shape[0] >= min_samples
-            and X.shape[1] >= 1):
-        Xm = X  # what check_array returns for such an array (no copy), without its overhead
-    else:
-        Xm = _numpy_input(X, min_samples=min_samples)
-    if n_features is not None and Xm.shape[1] != n_features:
-        raise WidemlError(f"X has {Xm.shape[1]} features, but EncoderClassifier is expecting {n_features} features as input; "
-                          "give data with the training features in the same order.")
-    return Xm
-
-
-def _fit_data(X, y) -> FitInput:
-    """Validated training input; numpy-like X stays a plain array (``X`` is None: no dask view is built)."""
-    if y is not None and not (isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "iubU"):
-        from sklearn.utils.multiclass import check_classification_targets
-
-        check_classification_targets(np.asarray(y) if not isinstance(y, np.ndarray) else y)
-    Xm = _memory_input(X, None)
-    if Xm is None:
-        return fit_input(X, y)
-    return _MemoryFitInput(None, *_memory_labels(y, Xm.shape[0]), True, Xm, {"input": "numpy"})
-
-
-def _memory_labels(y, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(y, classes, codes) of in-memory training data, validated exactly as :func:`~wideml.estimators._input.fit_input` does."""
-    from wideml.storage.writer import check_labels
-
-    if y is None:
-        raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        from sklearn.utils.validation import column_or_1d
-
-        y = column_or_1d(y, warn=True)
-    y = check_labels(y, n, what="y")
-    classes, codes = np.unique(y, return_inverse=True)
-    return y, classes, codes.astype(np.int64)
-
-
-class _MemoryFitInput(FitInput):
-    """FitInput of an in-memory array (shape from ``numpy_X``)."""
-
-    @property
-    def n_samples(self) -> int:
-        return int(self.numpy_X.shape[0])
-
-    @property
-    def n_features(self) -> int:
-        return int(self.numpy_X.shape[1])
-
-
-def _dask_view(data: FitInput) -> da.Array:
-    """The training data as a feature-chunked dask array (made on demand for in-memory input)."""
-    if data.X is not None:
-        return data.X
-    from wideml.passes.blocks import as_dask_array
-
-    return as_dask_array(data.numpy_X)
-
-
-def _feature_chunk(data: FitInput) -> int:
-    if data.X is not None:
-        return int(data.X.chunks[1][0])
-    from wideml.storage.writer import default_feature_chunk
-
-    return default_feature_chunk(*data.numpy_X.shape, data.numpy_X.dtype.itemsize)
-
-
-def _group_array(group: str, name: str, arrays: dict) -> da.Array:
-    """A fitted p-sized array of the model group as a dask array, read by wideml's raw chunk reader.
-
-    (``da.from_zarr`` opens the array through zarr and fsspec, about 10 ms a fit; the array was
-    created by :func:`~wideml.estimators._workdir.new_model_group` with the shape and chunks given.)
-    """
-    import uuid
-
-    from wideml.storage.reader import ZarrReader
-
-    shape, chunks = arrays[name]
-    reader = ZarrReader(group, name, shape, np.float64, chunks)
-    return da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0)),
-                         name=f"wideml-encoder-{name}-{uuid.uuid4().hex}")
-
-
-def _lazy(Xd, Xmem):
-    """The dask view of new data (wrapping an in-memory array only when a graph needs it)."""
-    return Xd if Xd is not None else da.from_array(Xmem)
-
-
-def _lda(Z: np.ndarray, codes: np.ndarray) -> LinearDiscriminantAnalysis:
-    """scikit-learn's LDA (SVD solver, empirical priors) on the embedding.
-
-    The SVD solver's algebra runs directly on the small embedding
-    (:func:`wideml.algebra.encoder.lda_svd`, no input validation) and its
-    result is stored in a ``LinearDiscriminantAnalysis``. When that fast path
-    does not apply, scikit-learn fits it; an embedding with no within-class
-    spread at all (e.g. Spearman with a single feature) leaves the SVD solver
-    nothing to whiten, and the least-squares solver then gives the prior-only
-    classifier.
-    """
-    n_classes = int(codes.max()) + 1 if len(codes) else 0
-    with _one_blas_thread():
-        fit = alg.lda_svd(Z, codes, n_classes)
-    if fit is not None:
-        return _lda_model(fit, Z.shape[1], n_classes)
-    with warnings.catch_warnings(), _one_blas_thread():
-        warnings.simplefilter("ignore")
-        try:
-            return LinearDiscriminantAnalysis().fit(Z, codes)
-        except (IndexError, np.linalg.LinAlgError):
-            return LinearDiscriminantAnalysis(solver="lsqr").fit(Z, codes)
-
-
-def _lda_model(fit: alg.LdaFit, n_features: int, n_classes: int) -> LinearDiscriminantAnalysis:
-    """A fitted ``LinearDiscriminantAnalysis`` holding :func:`~wideml.algebra.encoder.lda_svd`'s result."""
-    lda = LinearDiscriminantAnalysis()
-    lda.classes_ = np.arange(n_classes)
-    lda.n_features_in_ = int(n_features)
-    lda.priors_, lda.means_, lda.xbar_ = fit.priors, fit.means, fit.xbar
-    lda.scalings_, lda.explained_variance_ratio_ = fit.scalings, fit.explained_variance_ratio
-    lda.coef_, lda.intercept_ = fit.coef, fit.intercept
-    lda._max_components = lda._n_features_out = fit.max_components
-    return lda
-
-
-def _proba(lda: LinearDiscriminantAnalysis, Z: np.ndarray) -> np.ndarray:
-    """The LDA's posterior probabilities; computed directly for finite float input (scikit-learn's formula)."""
-    coef = getattr(lda, "coef_", None)
-    if (isinstance(Z, np.ndarray) and Z.ndim == 2 and Z.dtype.kind == "f" and coef is not None and coef.ndim == 2
-            and Z.shape[1] == coef.shape[1] and (coef.shape[0] == len(lda.classes_) or (coef.shape[0] == 1 and len(lda.classes_) == 2))
-            and np.isfinite(Z).all()):
-        with _one_blas_thread():
-            return alg.lda_proba(coef, lda.intercept_, Z)
-    with warnings.catch_warnings(), _one_blas_thread():
-        warnings.simplefilter("ignore")
-        return lda.predict_proba(Z)
-
-
-def _exact_block_rows(n: int, p: int, n_anchors: int) -> int:
-    """Rows per exact-rank block that fit the memory budget (0 if not even one row fits)."""
-    budget = memory_limit_bytes() - 2 * 8 * n_anchors * p - 8 * 3 * enc.LOO_BATCH * p
-    return int(max(0, min(n, budget // (_EXACT_BYTES * p))))
-
-
-def _spearman_plan(mode: str, n: int, p: int, n_anchors: int) -> tuple[str, int]:
-    """Resolve ``spearman`` to ("exact", rows per block) or ("approx", 0)."""
-    b = _exact_block_rows(n, p, n_anchors)
-    if mode == "approx" or (mode == "auto" and b < n):
-        return "approx", 0
-    if b < 1:
-        raise WidemlError(
-            f"one row of X ({p} features) and the {n_anchors} class means' ranks do not fit the memory budget "
-            f"({memory_limit_bytes()} bytes); raise wideml.memory-limit or use spearman='approx'."
-        )
-    return "exact", b
-
-
-def _pearson_pairs(cross, r_sum, r_sq, s_sum, s_sq, p) -> np.ndarray:
-    """Element-wise Pearson correlation of paired rows from their sums."""
-    cov = cross - r_sum * s_sum / p
-    den = np.sqrt(np.maximum(r_sq - r_sum**2 / p, 0) * np.maximum(s_sq - s_sum**2 / p, 0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.clip(np.where(den > 0, cov / np.where(den > 0, den, 1), 0.0), -1, 1)
-
-
-class _RankResult:
-    """Spearman sums for all samples against all S*K anchors, and leave-one-out correlations."""
-
-    def __init__(self, rank_cross, r_sum, r_sq, s_sum, s_sq, loo_corr=None):
-        self.rank_cross, self.r_sum, self.r_sq, self.s_sum, self.s_sq = rank_cross, r_sum, r_sq, s_sum, s_sq
-        self.loo_corr = loo_corr
-
-
-def _spearman_fit_passes(Xd, W, stats, plan, loo, *, n_write, out_group, label, Xmem=None) -> tuple[_RankResult, np.ndarray | None, int]:
-    """The rank pass(es) after the class-statistics pass. Returns (ranks, class-mean ranks in memory or None, passes)."""
-    mode, block = plan
-    n, p = (Xmem if Xmem is not None else Xd).shape
-    if mode == "approx":
-        x_tables = alg.rank_tables(stats.sketch)
-        u_tables = alg.rank_tables(enc.anchor_sample(W, stats.sketch))
-        out = _run(Xmem, lambda: enc.spearman_sketch_local(Xmem, W, x_tables, u_tables, loo=loo),
-                   lambda: enc.spearman_sketch_pass(Xd, W, x_tables, u_tables, loo=loo, n_write=n_write, out_group=out_group),
-                   f"{label}: Spearman ranks (estimated)")
-        S_mem = out.get("S")  # in-memory input: the anchors' estimated ranks
-        passes = 1
-    else:
-        U = stats.means
-        S_mem = alg.row_ranks(U)
-        if out_group is not None and n_write:
-            import zarr
-
-            zarr.open_array(f"{out_group}/{enc.CLASS_MEAN_RANKS}", mode="r+")[...] = S_mem[:n_write]
-        s_sum, s_sq = alg.rank_sums(S_mem)
-        out = {"rank_cross": np.empty((n, W.shape[1])), "r_sum": np.empty(n), "r_sq": np.empty(n), "s_sum": s_sum, "s_sq": s_sq}
-        if loo is not None:
-            for key in ("loo_cross", "loo_sum", "loo_sq"):
-                out[key] = np.empty(len(loo))
-        starts = list(range(0, n, block))
-        for i, r0 in enumerate(starts):
-            r1 = min(n, r0 + block)
-            sub, where = None, None
-            if loo is not None:
-                where = np.flatnonzero((loo.rows >= r0) & (loo.rows < r1))
-                sub = enc.LooSpec(loo.rows[where], loo.cols[where], loo.counts[where])
-            res = _run(Xmem, lambda: enc.spearman_exact_local(Xmem, slice(r0, r1), S_mem, U=U, loo=sub),
-                       lambda: enc.spearman_exact_block(Xd, slice(r0, r1), S_mem, U=U, loo=sub),
-                       f"{label}: Spearman ranks (exact, block {i + 1}/{len(starts)})")
-            for key in ("rank_cross", "r_sum", "r_sq"):
-                out[key][r0:r1] = res[key]
-            if loo is not None:
-                for key in ("loo_cross", "loo_sum", "loo_sq"):
-                    out[key][where] = res[key]
-        passes = len(starts)
-    loo_corr = None
-    if loo is not None:
-        loo_corr = _pearson_pairs(out["loo_cross"], out["r_sum"][loo.rows], out["r_sq"][loo.rows], out["loo_sum"], out["loo_sq"], p)
-    return _RankResult(out["rank_cross"], out["r_sum"], out["r_sq"], out["s_sum"], out["s_sq"], loo_corr), S_mem, passes
-
-
-def _set_stats(stats: enc.ClassStats, ranks: _RankResult | None, s: int, K: int) -> alg.AnchorStats:
-    a = stats.anchor_stats(s, K)
-    if ranks is not None:
-        cols = slice(s * K, (s + 1) * K)
-        a.rank_cross, a.r_sum, a.r_sq = ranks.rank_cross[:, cols], ranks.r_sum, ranks.r_sq
-        a.s_sum, a.s_sq = ranks.s_sum[cols], ranks.s_sq[cols]
-    return a
-
-
-def _choose(kernels, train: alg.AnchorStats, codes, counts, selection, baseline, threshold, loo_own=None, inner=()):
-    """Fit one LDA per kernel on the training rows and select a kernel.
-
-    Parameters
-    ----------
-    inner : sequence of (AnchorStats of inner-training rows, their codes, AnchorStats of inner-test rows, their codes)
-        The inner folds, for ``selection="cv_cross_entropy"``.
-
-    Returns
-    -------
-    (kernel, scores, ldas, offsets, training embeddings)
-    """
-    scores, ldas, offsets, Zs = {}, {}, {}, {}
-    for kern in kernels:
-        Z, off = alg.embed(kern, train)
-        lda = _lda(Z, codes)
-        ldas[kern], offsets[kern], Zs[kern] = lda, off, Z
-        if len(kernels) == 1:
-            scores[kern] = float("nan")
-        elif selection == "cross_entropy":
-            scores[kern] = alg.cross_entropy(_proba(lda, Z), codes)
-        elif selection == "loo_cross_entropy":
-            Zl = alg.loo_embed(kern, train, codes, counts, off, loo_own)
-            scores[kern] = alg.cross_entropy(_proba(_lda(Zl, codes), Zl), codes)
-        else:
-            total = 0.0
-            for tr_stats, tr_codes, te_stats, te_codes in inner:
-                Zi, off_i = alg.embed(kern, tr_stats)
-                total += alg.cross_entropy(_proba(_lda(Zi, tr_codes), alg.embed(kern, te_stats, off_i)[0]), te_codes)
-            scores[kern] = total
-    chosen = kernels[0] if len(kernels) == 1 else alg.select_kernel(scores, baseline, threshold)
-    return chosen, scores, ldas, offsets, Zs
-
-
-def _choose_full(kernels, A: dict, codes, K, counts, selection, baseline, threshold, inner=()):
-    """Full-kernel form: Z = A W per kernel, then the same selection.
-
-    ``inner`` holds (inner-training, inner-test) positions within the training rows; every inner fold's
-    embedding is a principal sub-block of A times that fold's W.
-    """
-    from wideml.algebra.centering import class_weights
-
-    W = class_weights(codes, K)
-    scores, ldas, Zs = {}, {}, {}
-    for kern in kernels:
-        Z = A[kern] @ W
-        lda = _lda(Z, codes)
-        ldas[kern], Zs[kern] = lda, Z
-        if len(kernels) == 1:
-            scores[kern] = float("nan")
-        elif selection == "cross_entropy":
-            scores[kern] = alg.cross_entropy(_proba(lda, Z), codes)
-        elif selection == "loo_cross_entropy":
-            Zl = alg.loo_full(Z, np.diag(A[kern]), codes, counts)
-            scores[kern] = alg.cross_entropy(_proba(_lda(Zl, codes), Zl), codes)
-        else:
-            total = 0.0
-            for tr, te in inner:
-                Wi = class_weights(codes[tr], K)
-                Zi = A[kern][np.ix_(tr, tr)] @ Wi
-                Zt = A[kern][np.ix_(te, tr)] @ Wi
-                total += alg.cross_entropy(_proba(_lda(Zi, codes[tr]), Zt), codes[te])
-            scores[kern] = total
-    chosen = kernels[0] if len(kernels) == 1 else alg.select_kernel(scores, baseline, threshold)
-    return chosen, scores, ldas, Zs
-
-
-def _inner_folds(codes: np.ndarray, rows: np.ndarray, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Stratified inner folds (positions into ``rows``) for the held-out selection score."""
-    n_folds = min(INNER_FOLDS, int(np.bincount(codes[rows]).min()))
-    if n_folds < 2:
-        raise WidemlError("selection='cv_cross_entropy' needs at least 2 training samples in every class; "
-                          "use selection='cross_entropy' or add samples.")
-    skf = StratifiedKFold(n_folds, shuffle=True, random_state=random_state)
-    return [(tr, te) for tr, te in skf.split(np.zeros((len(rows), 1)), codes[rows])]
-
-
-class _SetPlan:
-    """Training-row sets whose class means one pass accumulates: the main fits and their inner folds."""
-
-    def __init__(self, codes, mains: list[np.ndarray], inner_cv: bool, random_state):
-        self.sets = [np.asarray(m, dtype=np.int64) for m in mains]
-        self.inner: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[] for _ in mains]
-        if inner_cv:
-            for m, rows in enumerate(list(self.sets)):
-                for tr, te in _inner_folds(codes, rows, random_state):
-                    self.inner[m].append((len(self.sets), rows[tr], rows[te]))
-                    self.sets.append(rows[tr])
-
-    def inner_parts(self, m, stats, ranks, K, codes):
-        parts = []
-        for s, tr, te in self.inner[m]:
-            a = _set_stats(stats, ranks, s, K)
-            parts.append((a.rows(tr), codes[tr], a.rows(te), codes[te]))
-        return parts
-
-
-def _validate_params(est) -> tuple[str, ...]:
-    kernels = alg.resolve_kernels(est.kernels)
-    if est.selection not in SELECTIONS:
-        raise WidemlError(f"selection={est.selection!r} is not one of {', '.join(map(repr, SELECTIONS))}.")
-    if est.form not in FORMS:
-        raise WidemlError(f"form={est.form!r} is not one of {', '.join(map(repr, FORMS))}.")
-    if est.spearman not in SPEARMAN_MODES:
-        raise WidemlError(f"spearman={est.spearman!r} is not one of {', '.join(map(repr, SPEARMAN_MODES))}.")
-    if est.precision not in PRECISIONS:
-        raise WidemlError(f"precision={est.precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
-    if est.baseline is not None and alg.ALIASES.get(str(est.baseline), est.baseline) not in alg.KERNELS:
-        raise WidemlError(f"baseline={est.baseline!r} is not a kernel; use one of {', '.join(alg.KERNELS)} or None.")
-    t = est.switch_threshold
-    if not isinstance(t, numbers.Real) or isinstance(t, bool) or not 0 <= t < 1:
-        raise WidemlError(f"switch_threshold={t!r} must be a number in [0, 1), e.g. the paper's 0.3.")
-    m = est.sketch_size
-    if not isinstance(m, numbers.Integral) or isinstance(m, bool) or m < 16:
-        raise WidemlError(f"sketch_size={m!r} must be an integer of at least 16 (sampled features per row).")
-    return kernels
-
-
-def _precision(setting: str, dtype) -> str:
-    if setting != "auto":
-        return setting
-    return "float32" if np.dtype(dtype) == np.float32 else "float64"
-
-
-def _needs_row_norms(kernels, selection: str) -> bool:
-    """Whether fitting uses ||x_i||^2: the euclidean kernel, and the leave-one-out score of the linear one."""
-    return "euclidean" in kernels or (selection == "loo_cross_entropy" and len(kernels) > 1)
-
-
-def _baseline(est) -> str | None:
-    return None if est.baseline is None else alg.ALIASES.get(str(est.baseline), str(est.baseline))
-
-
-# ======================================================================================
-# the estimator
-# ======================================================================================
 class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     """Multi-kernel encoder embedding to the class means, followed by LDA.
 
@@ -962,119 +592,4 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
-# ======================================================================================
-# cross-validation from one pass
-# ======================================================================================
-def cross_validate_encoder(
-    X,
-    y=None,
-    cv=5,
-    kernels: str | Sequence[str] = ("linear", "euclidean", "spearman"),
-    *,
-    selection: str = "cross_entropy",
-    baseline: str | None = "linear",
-    switch_threshold: float = 0.3,
-    spearman: str = "auto",
-    sketch_size: int = 4096,
-    precision: str = "auto",
-    random_state: int | None = 0,
-) -> dict:
-    """Cross-validated error of the encoder classifier, every fold from the same pass.
-
-    Each fold's class means are sums over its training rows, so one chunk task
-    accumulates every fold's class means and X-to-U products at once (a
-    stacked class-mean operator, n x folds*K). All folds therefore cost **one
-    pass over X** for the linear and euclidean kernels and **two** with
-    spearman (exact ranks in one block, or estimated ranks; one pass more per
-    extra row block when exact ranks must be split). No n x n Gram is formed.
-
-    Parameters
-    ----------
-    X : array-like, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
-    y : array-like of shape (n_samples,), optional (taken from a labelled store)
-    cv : int, splitter or iterable of (train, test), default 5
-        An int means stratified shuffled k-fold with ``random_state``.
-    kernels, selection, baseline, switch_threshold, spearman, sketch_size, precision :
-        As for :class:`EncoderClassifier`.
-    random_state : int or None, default 0
-        Fold shuffling seed (and the seed of the sampled features).
-
-    Returns
-    -------
-    dict
-        ``fold_errors`` (list, the selected kernel's test error per fold),
-        ``mean_error``, ``std_error``, ``selected_kernels`` (per fold),
-        ``kernel_scores`` (per fold, kernel -> score), ``kernel_errors``
-        (kernel -> per-fold test error of that kernel alone), ``n_folds``,
-        ``n_passes``, ``kernels``, ``selection``, ``spearman_mode``.
-    """
-    est = EncoderClassifier(kernels, selection, baseline, switch_threshold, "fast", spearman, sketch_size, precision,
-                            random_state if random_state is not None else 0)
-    kernels = _validate_params(est)
-    data = _fit_data(X, y)
-    n, p, K = data.n_samples, data.n_features, data.n_classes
-    if isinstance(cv, numbers.Integral):
-        min_count = int(np.bincount(data.codes).min())
-        if cv < 2:
-            raise WidemlError(f"cv={cv} folds is too few; use at least 2.")
-        if cv > min_count:
-            raise WidemlError(f"cv={cv} folds need at least {cv} samples in every class, but the smallest class has {min_count}; lower cv.")
-        cv = StratifiedKFold(int(cv), shuffle=True, random_state=random_state)
-    cv = check_cv(cv, data.y, classifier=True)
-    folds = [(np.asarray(tr), np.asarray(te)) for tr, te in cv.split(np.zeros((n, 1)), data.codes)]
-    plan_sets = _SetPlan(data.codes, [tr for tr, _ in folds], selection == "cv_cross_entropy" and len(kernels) > 1,
-                         est.random_state)
-    W, counts = alg.stacked_class_weights(data.codes, K, plan_sets.sets)
-    use_rank = "spearman" in kernels
-    plan = _spearman_plan(spearman, n, p, W.shape[1]) if use_rank else (None, 0)
-    sketch = alg.sketch_features(p, sketch_size, est.random_state) if plan[0] == "approx" else None
-    prec = _precision(precision, (data.X if data.X is not None else data.numpy_X).dtype)
-    Xmem = data.numpy_X
-    need_sq = _needs_row_norms(kernels, selection)
-    stats = _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=prec, need_sq=need_sq),
-                 lambda: enc.class_stats_pass(data.X, W, sketch_idx=sketch, keep_means=plan[0] == "exact", precision=prec,
-                                              need_sq=need_sq),
-                 f"encoder cross-validation: one pass for {len(folds)} folds")
-    passes, ranks = 1, None
-    loo = None
-    if use_rank:
-        if selection == "loo_cross_entropy" and len(kernels) > 1:
-            loo = enc.LooSpec.from_sets(data.codes, K, plan_sets.sets[: len(folds)], counts)
-        ranks, _, extra = _spearman_fit_passes(data.X, W, stats, plan, loo, n_write=0, out_group=None,
-                                               label="encoder cross-validation", Xmem=Xmem)
-        passes += extra
-    fold_errors, selected, fold_scores = [], [], []
-    kernel_errors: dict[str, list[float]] = {k: [] for k in kernels}
-    pos = 0
-    for s, (tr, te) in enumerate(folds):
-        a = _set_stats(stats, ranks, s, K)
-        loo_own = None
-        if ranks is not None and ranks.loo_corr is not None:
-            loo_own = ranks.loo_corr[pos : pos + len(tr)]
-        pos += len(tr)
-        chosen, scores, ldas, offsets, _ = _choose(kernels, a.rows(tr), data.codes[tr], counts[s], selection,
-                                                   _baseline(est), switch_threshold, loo_own,
-                                                   plan_sets.inner_parts(s, stats, ranks, K, data.codes))
-        test = a.rows(te)
-        for kern in kernels:
-            Zt = alg.embed(kern, test, offsets[kern])[0]
-            kernel_errors[kern].append(float(np.mean(ldas[kern].predict(Zt) != data.codes[te])))
-        fold_errors.append(kernel_errors[chosen][-1])
-        selected.append(chosen)
-        fold_scores.append({k: (None if math.isnan(v) else float(v)) for k, v in scores.items()})
-    return {
-        "fold_errors": fold_errors,
-        "mean_error": float(np.mean(fold_errors)),
-        "std_error": float(np.std(fold_errors)),
-        "selected_kernels": selected,
-        "kernel_scores": fold_scores,
-        "kernel_errors": kernel_errors,
-        "n_folds": len(folds),
-        "n_passes": passes,
-        "kernels": list(kernels),
-        "selection": selection,
-        "spearman_mode": plan[0],
-    }
-
-
-__all__ = ["EncoderClassifier", "cross_validate_encoder"]
+__all__ = ["EncoderClassifier", "cross_validate_encoder", "FORMS", "INNER_FOLDS", "PRECISIONS", "SELECTIONS", "SPEARMAN_MODES"]
