@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from wideml.algebra.lol import Projection
+from wideml.algebra.lol import Projection, _check_components
 from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
@@ -109,6 +109,9 @@ class GramProjector(TransformerMixin, BaseEstimator):
     def _fit_data(self, data: FitInput) -> None:
         n, p, K = data.n_samples, data.n_features, data.n_classes
         d = self.n_components if self.n_components is not None else self._default_components(data)
+        # a bound no method exceeds, checked before any pass (each method's exact limit follows from the Gram)
+        bound = (K - 1) + min(n - K, p)
+        _check_components(d, bound, self._method_name(), f"(n_classes - 1) + min(n_samples - n_classes, n_features) = {bound}")
         median = self._uses_medians()
         group = None
         if not data.in_memory:

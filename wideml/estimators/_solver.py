@@ -64,6 +64,8 @@ def choose_solver(
     """Pick "gram" or "randomized"; returns (solver, one-line reason)."""
     if not supports_randomized:
         return "gram", "only the Gram solver supports this method"
+    if d + n_oversamples >= n:
+        return "gram", f"d + oversampling ({d + n_oversamples}) reaches n = {n}: a sketch would be as large as the Gram"
     if memory_budget is None:
         from wideml.runtime.config import memory_limit_bytes
 
