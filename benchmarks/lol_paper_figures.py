@@ -122,6 +122,11 @@ def checks(res: dict) -> dict:
     return out
 
 
+#: One colour per method across every panel.
+COLORS = {"LOL": "tab:blue", "PCA": "tab:orange", "rrLDA": "tab:green", "LOL (means)": "tab:red",
+          "RLOL": "tab:purple", "QOQ": "tab:brown"}
+
+
 def plot(res: dict, path) -> None:
     import matplotlib
 
@@ -135,7 +140,7 @@ def plot(res: dict, path) -> None:
         for m, e in r["mean_error"].items():
             se = np.array(r["se_error"][m])
             e = np.array(e)
-            (line,) = ax.plot(r["dims"], e, marker="o", ms=2.5, label=m)
+            (line,) = ax.plot(r["dims"], e, marker="o", ms=2.5, label=m, color=COLORS.get(m))
             ax.fill_between(r["dims"], e - se, e + se, color=line.get_color(), alpha=0.15)
         ax.axhline(r["chance"], ls="--", c="grey", lw=1, label="chance")
         ax.set_title(f"{name} (p={r['p']}, n={r['n_train']})")
