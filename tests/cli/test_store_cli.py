@@ -212,8 +212,9 @@ def test_rechunk_existing_output(tmp_path, capsys, make_store):
 
 @pytest.mark.parametrize(
     "content, match",
-    [(None, "cannot read config file"), ("wideml: [unclosed\n", "not valid YAML"), ("wideml:\n  memroy-limit: 1GiB\n", "unknown key 'memroy-limit'")],
-    ids=["missing", "syntax-error", "unknown-key"],
+    [(None, "cannot read config file"), ("wideml: [unclosed\n", "not valid YAML"), ("wideml:\n  memroy-limit: 1GiB\n", "unknown key 'memroy-limit'"),
+     ("wideml:\n  threads: many\n", "threads must be a positive integer or auto")],
+    ids=["missing", "syntax-error", "unknown-key", "bad-threads"],
 )
 def test_bad_config_file(tmp_path, capsys, npy, content, match, assert_no_output):
     x, labels, _ = npy

@@ -68,7 +68,7 @@ def sub_stripe_width(n_samples: int, copies: int = 4, budget: int | None = None)
     """Widest feature sub-stripe whose float64 temporaries (``copies`` of n x w) fit one task's share of the budget.
 
     A task's share is the memory budget (config ``memory-limit``) divided by
-    twice the number of cores (tasks run one per core; half is left for the
+    twice the number of tasks run at once (config ``threads``; half is left for the
     chunks being read and the n x n accumulators). Chunk tasks process their
     chunk in sub-stripes of this width, so the budget holds whatever the
     stored chunk size.
@@ -79,7 +79,9 @@ def sub_stripe_width(n_samples: int, copies: int = 4, budget: int | None = None)
         from wideml.runtime.config import memory_limit_bytes
 
         budget = memory_limit_bytes()
-    share = budget // (2 * max(1, os.cpu_count() or 1))
+    from wideml.runtime.config import thread_count
+
+    share = budget // (2 * max(1, thread_count(), os.cpu_count() or 1))
     return max(1, int(share // (copies * 8 * max(1, n_samples))))
 
 

@@ -49,8 +49,17 @@ def compute(*collections: Any, label: str = "pass") -> tuple:
 
             print(f"[wideml] {label}", file=sys.stderr)
             with ProgressBar(out=sys.stderr, dt=0.5):
-                return dask.compute(*collections)
-        return dask.compute(*collections)
+                return dask.compute(*collections, **_local_kwargs())
+        return dask.compute(*collections, **_local_kwargs())
+
+
+def _local_kwargs() -> dict:
+    """num_workers for the threaded scheduler (config ``wideml.threads``); nothing for other schedulers."""
+    if dask.config.get("scheduler", "threads") not in ("threads", "threading", None):
+        return {}
+    from wideml.runtime.config import thread_count
+
+    return {"num_workers": thread_count()}
 
 
 def _one_blas_thread_per_task():

@@ -49,6 +49,30 @@ def memory_limit_bytes() -> int:
     return parse_bytes(value, "memory-limit")
 
 
+def thread_count() -> int:
+    """Tasks run at once by the local threaded scheduler (``wideml.threads``; ``auto`` = cores + 1).
+
+    One task more than cores keeps a chunk read in flight while every core
+    computes: measured on a 2-core machine with the store off disk, LFL fits
+    26% faster and the encoder 12% faster, Gram-bound LOL unchanged; from the
+    page cache the encoder pass is about 15% slower. dask's own
+    ``num_workers`` setting, when given, wins.
+    """
+    value = dask.config.get("num_workers", None)
+    if value:
+        return int(value)
+    value = config_value("threads")
+    if value in (None, "auto"):
+        return (os.cpu_count() or 1) + 1
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"threads {value!r} is not a number of threads; write a positive integer or auto.") from None
+    if count < 1:
+        raise ConfigError(f"threads must be at least 1, got {count}.")
+    return count
+
+
 def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """Read a YAML config file, validate its keys and apply it globally.
 
@@ -79,5 +103,7 @@ def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
         parse_bytes(settings["memory-limit"], "memory-limit")
     if "chunk-size" in settings:
         parse_bytes(settings["chunk-size"], "chunk-size")
+    if "threads" in settings and settings["threads"] != "auto" and not (isinstance(settings["threads"], int) and settings["threads"] >= 1):
+        raise ConfigError(f"config file {str(path)!r}: threads must be a positive integer or auto, got {settings['threads']!r}.")
     dask.config.set({f"wideml.{k}": v for k, v in settings.items()})
     return settings
