@@ -13,6 +13,7 @@ from wideml.algebra import encoder as alg
 from wideml.estimators._encoder_data import _one_blas_thread, _run
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
+from wideml.passes.chunkmath import check_precision
 from wideml.runtime import memory_limit_bytes
 
 SELECTIONS = ("cross_entropy", "cv_cross_entropy", "loo_cross_entropy")
@@ -20,7 +21,6 @@ SELECTIONS = ("cross_entropy", "cv_cross_entropy", "loo_cross_entropy")
 INNER_FOLDS = 5
 FORMS = ("fast", "full")
 SPEARMAN_MODES = ("auto", "exact", "approx")
-PRECISIONS = ("auto", "float64", "float32")
 #: Bytes per element of a row block held by the exact rank step (x, its ranks, temporaries).
 _EXACT_BYTES = 8 * 4
 
@@ -269,8 +269,7 @@ def _validate_params(est) -> tuple[str, ...]:
         raise WidemlError(f"form={est.form!r} is not one of {', '.join(map(repr, FORMS))}.")
     if est.spearman not in SPEARMAN_MODES:
         raise WidemlError(f"spearman={est.spearman!r} is not one of {', '.join(map(repr, SPEARMAN_MODES))}.")
-    if est.precision not in PRECISIONS:
-        raise WidemlError(f"precision={est.precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
+    check_precision(est.precision)
     if est.baseline is not None and alg.ALIASES.get(str(est.baseline), est.baseline) not in alg.KERNELS:
         raise WidemlError(f"baseline={est.baseline!r} is not a kernel; use one of {', '.join(alg.KERNELS)} or None.")
     t = est.switch_threshold

@@ -14,7 +14,7 @@ from wideml.algebra.lol import Projection, _check_components
 from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
-from wideml.passes.chunkmath import PRECISIONS, resolve_precision
+from wideml.passes.chunkmath import check_precision, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
 from wideml.passes.loadings import LOADINGS, emit_pass, project_pass
 from wideml.runtime import compute
@@ -73,8 +73,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
             raise WidemlError(f"n_power_iter must be a non-negative integer, got {q!r}.")
         if not isinstance(o, numbers.Integral) or o < 0:
             raise WidemlError(f"n_oversamples must be a non-negative integer, got {o!r}.")
-        if self.precision not in PRECISIONS:
-            raise WidemlError(f"precision={self.precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
+        check_precision(self.precision)
 
     def _resolved_precision(self, dtype) -> str:
         return resolve_precision(self.precision, dtype)

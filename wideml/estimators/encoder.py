@@ -120,10 +120,10 @@ from wideml.estimators._encoder_data import (
     _memory_input,
     _run,
 )
+from wideml.passes.chunkmath import PRECISIONS
 from wideml.estimators._encoder_fit import (
     FORMS,
     INNER_FOLDS,
-    PRECISIONS,
     SELECTIONS,
     SPEARMAN_MODES,
     _baseline,

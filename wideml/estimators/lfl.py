@@ -13,7 +13,7 @@ from wideml.algebra.randomized import centroid_differences
 from wideml.estimators._input import fit_input, predict_input
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
-from wideml.passes.chunkmath import PRECISIONS, resolve_precision
+from wideml.passes.chunkmath import check_precision, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import lfl_density
 from wideml.passes.lfl import lfl_components, lfl_fit_pass, lfl_project_pass
@@ -84,8 +84,7 @@ class LFL(TransformerMixin, BaseEstimator):
             raise WidemlError(f"n_components must be a positive integer, got {n!r}.")
         if not isinstance(self.random_state, numbers.Integral):
             raise WidemlError(f"random_state must be an integer (the projection is keyed on it), got {self.random_state!r}.")
-        if self.precision not in PRECISIONS:
-            raise WidemlError(f"precision={self.precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
+        check_precision(self.precision)
         if self.density == "auto":
             return lfl_density(p)
         if not isinstance(self.density, numbers.Real) or not 0 < self.density <= 1:
@@ -162,8 +161,7 @@ class LFL(TransformerMixin, BaseEstimator):
             ``precision`` this estimator was given, resolved for X's dtype.
         """
         check_is_fitted(self, "_Dm")
-        if self.precision not in PRECISIONS:
-            raise WidemlError(f"precision={self.precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
+        check_precision(self.precision)
         Xd = predict_input(X, self.n_features_in_, "LFL")
         (Z,) = compute(
             lfl_project_pass(Xd, self.centroids_, self._Dm, n_random=self.n_components_ - self._Dm.shape[1],

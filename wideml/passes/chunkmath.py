@@ -62,6 +62,14 @@ def work_dtype(dtype, precision: str = "auto") -> np.dtype:
     return np.dtype(np.float64)
 
 
+def check_precision(precision) -> None:
+    """Raise :class:`~wideml.exceptions.WidemlError` (one sentence) unless ``precision`` is one of :data:`PRECISIONS`."""
+    if precision not in PRECISIONS:
+        from wideml.exceptions import WidemlError
+
+        raise WidemlError(f"precision={precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
+
+
 def resolve_precision(precision: str, dtype) -> str:
     """The concrete precision name ("float32" or "float64") ``precision`` means for data of ``dtype``."""
     return work_dtype(dtype, precision).name
@@ -155,4 +163,4 @@ def as_float64(a: np.ndarray) -> np.ndarray:
     return np.asarray(a).astype(np.float64, copy=False)
 
 
-__all__ = ["PRECISIONS", "as_float64", "centre", "class_medians", "class_sums", "one_hot", "resolve_precision", "work_dtype"]
+__all__ = ["PRECISIONS", "as_float64", "centre", "check_precision", "class_medians", "class_sums", "one_hot", "resolve_precision", "work_dtype"]

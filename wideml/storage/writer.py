@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from wideml import __version__
-from wideml.exceptions import StoreError, WidemlError
+from wideml.exceptions import WidemlError
 from wideml.storage import schema
 from wideml.storage.atomic import atomic_output
 
