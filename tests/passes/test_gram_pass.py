@@ -108,3 +108,17 @@ def test_tiny_memory_budget_gives_the_same_gram():
         small = dask.compute(gram_pass(da.from_array(X, chunks=(60, 100)), codes, 3, median_subsets=[np.arange(60)]), scheduler="sync")[0]
     np.testing.assert_allclose(small.G, ref.G, rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(small.medians[0].P, ref.medians[0].P, rtol=1e-12, atol=1e-10)
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_project_pass_float32_keeps_centred_coordinates(chunks):
+    """Float32 products on chunks centred by their own means: X A exact to float32 round-off of the centred data."""
+    X, _ = _data(np.float32, offset=1e3)
+    A = np.random.default_rng(5).normal(size=(500, 4))
+    (got,) = dask.compute(project_pass(da.from_array(X, chunks=chunks), A), scheduler="sync")
+    ref = X.astype(np.float64) @ A
+    centred_ref = ref - ref.mean(0)
+    np.testing.assert_allclose(got - got.mean(0), centred_ref, atol=1e-5 * np.abs(centred_ref).max())
+    np.testing.assert_allclose(got, ref, rtol=1e-7)
+    (exact,) = dask.compute(project_pass(da.from_array(X, chunks=chunks), A, precision="float64"), scheduler="sync")
+    np.testing.assert_allclose(exact, ref, rtol=1e-12)

@@ -263,7 +263,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "components_")
         Xd = predict_input(X, self.n_features_in_, type(self).__name__)
-        (Z,) = compute(project_pass(Xd, self.components_.T), label=f"{type(self).__name__} transform: one pass")
+        (Z,) = compute(project_pass(Xd, self.components_.T, self.precision), label=f"{type(self).__name__} transform: one pass")
         return Z - self.offset_
 
     def fit_transform(self, X, y=None, **fit_params):

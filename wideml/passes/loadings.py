@@ -14,7 +14,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import check_finite, feature_stripes, nonfinite_error, tree_reduce
+from wideml.passes.blocks import feature_stripes, nonfinite_error, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, work_dtype
 
 LOADINGS = "loadings"
@@ -109,10 +109,19 @@ def _aligned_blocks(A, widths, offsets, axis: int) -> list:
     return list(blocks[0, :]) if axis == 1 else list(blocks[:, 0])
 
 
-def _project_chunk(block, offset, A_block):
+def _project_chunk(block, offset, A_block, precision="auto"):
+    """X_j A_j (m x d, float64) via the chunk centred by its own means: X A = X_c A + 1 (c^T A).
+
+    The product runs in the working dtype on centred data (float32 stores lose
+    nothing to feature offsets), the rank-one offset term in float64.
+    """
     block = np.asarray(block)
-    check_finite(block, int(offset))
-    return block.astype(np.float64, copy=False) @ np.asarray(A_block, dtype=np.float64)
+    dt = work_dtype(block.dtype, precision)
+    x, _, c, bad = centre(block, int(offset), dt)
+    if bad is not None:
+        raise nonfinite_error(bad)
+    A = np.asarray(A_block, dtype=np.float64)
+    return as_float64(x @ A.astype(dt)) + c @ A
 
 
 def _add(*parts):
@@ -122,13 +131,16 @@ def _add(*parts):
     return out
 
 
-def project_pass(X: da.Array, A) -> "dask.delayed.Delayed":
+def project_pass(X: da.Array, A, precision: str = "auto") -> "dask.delayed.Delayed":
     """Lazy X @ A over feature chunks (**one pass** over X; A is read chunk by chunk).
 
     Parameters
     ----------
     X : dask.array.Array of shape (m, p)
     A : ndarray or dask.array.Array or zarr array of shape (p, d)
+    precision : {"auto", "float64", "float32"}
+        Dtype of the chunk products (each chunk is centred first, the offset
+        term is added in float64).
 
     Returns
     -------
@@ -138,5 +150,5 @@ def project_pass(X: da.Array, A) -> "dask.delayed.Delayed":
     stripes, offsets = feature_stripes(X)
     A_blocks = _aligned_blocks(A, X.chunks[1], offsets, axis=0)
     task = dask.delayed(_project_chunk, pure=True)
-    parts = [task(s, int(o), a) for s, o, a in zip(stripes, offsets, A_blocks)]
+    parts = [task(s, int(o), a, precision) for s, o, a in zip(stripes, offsets, A_blocks)]
     return tree_reduce(parts, _add)
