@@ -87,11 +87,6 @@ class GramStats:
         return np.diag(self.G) + 2 * self.r + self.s
 
 
-def _group_medians(x: np.ndarray, codes: np.ndarray, n_classes: int) -> np.ndarray:
-    """Class medians (n_classes x p_j) of a chunk, float64 (see :func:`wideml.passes.chunkmath.class_medians`)."""
-    return class_medians(x, codes, n_classes)
-
-
 def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -> None:
     if group_path is None:
         return

@@ -21,29 +21,9 @@ READ_COUNTER: Counter = Counter()
 _lock = threading.Lock()
 
 
-#: Chunk files ahead (along the features) whose reading the OS is asked to start when a chunk is read.
-READAHEAD_CHUNKS = 2
-
-
 def _count(path: str) -> None:
     with _lock:
         READ_COUNTER[path] += 1
-
-
-def _advise_willneed(fname: str) -> None:
-    """Ask the OS to start reading a file into the page cache in the background (no-op where unsupported)."""
-    if not hasattr(os, "posix_fadvise"):
-        return
-    try:
-        fd = os.open(fname, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class ZarrReader:
@@ -52,10 +32,7 @@ class ZarrReader:
     For uncompressed arrays with the default chunk-key encoding, a block that
     covers whole stored chunks is read straight from the chunk files
     (``numpy.fromfile``), which is the fastest read the disk allows; anything
-    else goes through zarr. Reading a single chunk also asks the OS to start
-    reading the next :data:`READAHEAD_CHUNKS` chunk files along the features
-    (``posix_fadvise(WILLNEED)``), so off-disk passes overlap the disk with the
-    chunk arithmetic instead of alternating between them.
+    else goes through zarr.
     """
 
     def __init__(self, path: str, name: str, shape, dtype, chunks):
@@ -111,9 +88,6 @@ class ZarrReader:
         dtype, fill = self._raw
         if (r1 - r0 <= cr) and (c1 - c0 <= cc):  # exactly one stored chunk: no extra copy
             fname = os.path.join(self.path, self.name, "c", str(r0 // cr), str(c0 // cc))
-            n_col_chunks = -(-self.shape[1] // cc)
-            for jj in range(c0 // cc + 1, min(c0 // cc + 1 + READAHEAD_CHUNKS, n_col_chunks)):
-                _advise_willneed(os.path.join(self.path, self.name, "c", str(r0 // cr), str(jj)))
             try:
                 chunk = np.fromfile(fname, dtype=dtype).reshape(cr, cc)
             except FileNotFoundError:
