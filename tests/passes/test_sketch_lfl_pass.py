@@ -51,12 +51,12 @@ def test_sketch_and_power_step_match_dense_operator(chunks, centring):
     X, codes = _data()
     M, m, means, meds = _dense(X, codes, centring)
     omega = gaussian_rows(SEED, 0, X.shape[1], N_COLS)
-    Y, cg_means, cg_meds = _sketch(X, codes, chunks, centring, "float64")
+    Y, cg_means, cg_meds, _ = _sketch(X, codes, chunks, centring, "float64")
     np.testing.assert_allclose(Y, M @ omega, rtol=1e-9, atol=1e-9 * np.abs(M @ omega).max())
     np.testing.assert_allclose(cg_means, (means - m) @ (means - m).T, rtol=1e-9, atol=1e-9)  # c = m in float64
     np.testing.assert_allclose(cg_meds, (meds - m) @ (meds - m).T, rtol=1e-9, atol=1e-9)
     Q = np.linalg.qr(M @ omega)[0]
-    Z, none1, none2 = _sketch(X, codes, chunks, centring, "float64", Q=Q)
+    Z, none1, none2, _ = _sketch(X, codes, chunks, centring, "float64", Q=Q)
     assert none1 is None and none2 is None
     np.testing.assert_allclose(Z, M @ (M.T @ Q), rtol=1e-9, atol=1e-9 * np.abs(M @ (M.T @ Q)).max())
 
@@ -69,15 +69,58 @@ def test_sketch_float32_products(chunks, centring):
     X, codes = _data(np.float32)
     M, m, means, meds = _dense(X, codes, centring)
     omega = gaussian_rows(SEED, 0, X.shape[1], N_COLS)
-    Y, cg_means, cg_meds = _sketch(X, codes, chunks, centring, "auto")
+    Y, cg_means, cg_meds, _ = _sketch(X, codes, chunks, centring, "auto")
     ref = M @ omega
     np.testing.assert_allclose(Y, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
     np.testing.assert_allclose(_diff_gram(cg_means), _diff_gram((means - m) @ (means - m).T), rtol=1e-5)
     np.testing.assert_allclose(_diff_gram(cg_meds), _diff_gram((meds - m) @ (meds - m).T), rtol=1e-5)
     Q = np.linalg.qr(ref)[0]
-    (Z, _, _) = _sketch(X, codes, chunks, centring, "auto", Q=Q)
+    (Z, _, _, _) = _sketch(X, codes, chunks, centring, "auto", Q=Q)
     ref = M @ (M.T @ Q)
     np.testing.assert_allclose(Z, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("precision,tol", [("float64", 1e-9), ("auto", 1e-5)])
+@pytest.mark.parametrize("centring,first", [("class", "median"), ("class", "mean"), ("pooled", None)])
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_final_pass_and_centroid_embedding(tmp_path, chunks, centring, first, precision, tol):
+    """The final pass gives (X - 1 m^T) Z, Z^T Z and writes Z = M^T Q (p x l); the sketch pass's XU is
+    (X - 1 m^T)(C - 1 c^T)^T, which equals (X - 1 m^T) C^T E for any E whose columns sum to zero."""
+    import os
+
+    from wideml.passes.sketch import SKETCH_BASIS
+
+    X, codes = _data(np.float32 if precision == "auto" else np.float64)
+    M, m, means, meds = _dense(X, codes, centring)
+    X64 = X.astype(np.float64)
+    Xm = X64 - m
+    group = str(tmp_path)
+    os.makedirs(f"{group}/{SKETCH_BASIS}")
+    Xd = da.from_array(X, chunks=chunks)
+    Y, _, _, sums = dask.compute(sketch_pass(Xd, codes, 3, n_cols=N_COLS, seed=SEED, centring=centring, medians=True,
+                                             embed_first=first, precision=precision), scheduler="sync")[0]
+    if first:
+        C = meds if first == "median" else means
+        E = np.array([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
+        ref = Xm @ C.T @ E
+        np.testing.assert_allclose(sums["XU"] @ E, ref, rtol=0, atol=tol * np.abs(ref).max())
+    else:
+        assert "XU" not in sums
+    Q = np.linalg.qr(Y)[0]
+    XZ, _, _, sums = dask.compute(sketch_pass(Xd, codes, 3, n_cols=N_COLS, seed=SEED, centring=centring, Q=Q, final=True,
+                                              out_group=group, precision=precision), scheduler="sync")[0]
+    Z = M.T @ Q
+    np.testing.assert_allclose(sums["ZtZ"], Z.T @ Z, rtol=0, atol=tol * np.abs(Z.T @ Z).max())
+    np.testing.assert_allclose(XZ, Xm @ Z, rtol=0, atol=tol * np.abs(Xm @ Z).max())
+    offsets = np.concatenate([[0], np.cumsum(Xd.chunks[1])[:-1]])
+    stored = np.vstack([np.load(f"{group}/{SKETCH_BASIS}/{o}.npy") for o in offsets])
+    np.testing.assert_allclose(stored, Z, rtol=0, atol=tol * np.abs(Z).max())
+
+
+def test_embed_first_median_needs_medians():
+    X, codes = _data()
+    with pytest.raises(ValueError, match="medians=True"):
+        sketch_pass(da.from_array(X, chunks=(60, 100)), codes, 3, n_cols=3, seed=0, embed_first="median")
 
 
 def test_sketch_rejects_unknown_precision():

@@ -17,6 +17,7 @@ from wideml.exceptions import WidemlError
 from wideml.passes.chunkmath import check_precision, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
 from wideml.passes.loadings import LOADINGS, emit_pass, project_pass
+from wideml.passes.chunkmath import class_medians
 from wideml.runtime import compute
 
 SOLVERS = ("auto", "gram", "randomized")
@@ -120,46 +121,20 @@ class GramProjector(TransformerMixin, BaseEstimator):
                 {FEATURE_MEAN: ((p,), (width,)), CLASS_MEANS: ((K, p), (K, width)), CLASS_MEDIANS: ((K, p), (K, width))},
             )
         solver, reason = self._choose_solver(data, d)
-        if solver == "gram":
-            proj, embedding, P = self._fit_gram(data, d, median, group)
+        total = self._n_passes(solver, data.in_memory)
+        if solver == "randomized" and group is not None:
+            components, embedding, shift, eigenvalues, kinds = self._fit_randomized_store(data, d, median, group)
         else:
-            proj, embedding, P = self._fit_randomized(data, d, median, group)
-        medians = None
-        if median:
-            if data.in_memory:
-                x = data.numpy_X
-                medians = np.stack([np.median(x[data.codes == k], axis=0) for k in range(K)])
-            else:
-                medians = da.from_zarr(f"{group}/{CLASS_MEDIANS}")
-        if group is not None:
-            import zarr
-
-            zarr.open_group(group, mode="r+").create_array(
-                LOADINGS, shape=(p, d), chunks=(data.X.chunks[1][0], d), dtype=np.float64, compressors=None, fill_value=0.0
-            )
-        label = type(self).__name__
-        total = self._n_passes(solver)
-        (emitted,) = compute(
-            emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
-                      with_embedding=embedding is None, precision=self._resolved_precision(data.X.dtype)),
-            label=f"{label} fit, pass {total}/{total}: emit loadings",
-        )
-        shift, A, XA, AtA = emitted
-        shift = np.asarray(shift, dtype=np.float64)
-        components = A if A is not None else da.from_zarr(f"{group}/{LOADINGS}")  # (p, d)
-        if embedding is None:  # randomized: X_c A from the emit pass
-            embedding = XA - shift
-            if getattr(self, "orthogonalize", False):
-                Rinv = _inverse_cholesky(AtA)
-                components, embedding, shift = components @ Rinv, embedding @ Rinv, shift @ Rinv
+            components, embedding, shift, eigenvalues, kinds = self._fit_with_emit(data, d, median, group, solver, total)
+        self.classes_ = data.classes
         self.classes_ = data.classes
         self.train_codes_ = data.codes
         self.n_features_in_ = p
         self.n_components_ = d
         self.offset_ = shift
         self.embedding_ = embedding
-        self.eigenvalues_ = proj.eigenvalues
-        self.component_kinds_ = list(proj.kinds)
+        self.eigenvalues_ = eigenvalues
+        self.component_kinds_ = list(kinds)
         self.solver_ = solver
         self.solver_reason_ = reason
         self.n_fit_passes_ = total
@@ -170,8 +145,110 @@ class GramProjector(TransformerMixin, BaseEstimator):
         if group is not None:
             self.class_means_ = da.from_zarr(f"{group}/{CLASS_MEANS}")
 
-    def _n_passes(self, solver: str) -> int:
-        return 2 if solver == "gram" else self.n_power_iter + 3
+    def _fit_with_emit(self, data: FitInput, d: int, median: bool, group, solver: str, total: int):
+        """Gram solver (any input) or randomized solver on in-memory input: the loadings come from an emit pass over X."""
+        p, K = data.n_features, data.n_classes
+        if solver == "gram":
+            proj, embedding, P = self._fit_gram(data, d, median, group)
+        else:
+            proj, embedding, P = self._fit_randomized(data, d, median, group)
+        medians = None
+        if median:
+            if data.in_memory:
+                medians = class_medians(data.numpy_X, data.codes, K)  # middle pairs averaged in float64, as the passes do
+            else:
+                medians = da.from_zarr(f"{group}/{CLASS_MEDIANS}")
+        if group is not None:
+            self._new_loadings(group, p, d, data.X.chunks[1][0])
+        (emitted,) = compute(
+            emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
+                      with_embedding=embedding is None, precision=self._resolved_precision(data.X.dtype)),
+            label=f"{type(self).__name__} fit, pass {total}/{total}: emit loadings",
+        )
+        shift, A, XA, AtA = emitted
+        shift = np.asarray(shift, dtype=np.float64)
+        components = A if A is not None else da.from_zarr(f"{group}/{LOADINGS}")  # (p, d)
+        if embedding is None:  # randomized: X_c A from the emit pass
+            embedding = XA - shift
+            components, embedding, shift = self._maybe_orthogonalize(components, embedding, shift, AtA)
+        return components, embedding, shift, proj.eigenvalues, proj.kinds
+
+    @staticmethod
+    def _new_loadings(group: str, p: int, d: int, width: int) -> None:
+        import zarr
+
+        zarr.open_group(group, mode="r+").create_array(
+            LOADINGS, shape=(p, d), chunks=(width, d), dtype=np.float64, compressors=None, fill_value=0.0
+        )
+
+    def _maybe_orthogonalize(self, components, embedding, shift, AtA):
+        if getattr(self, "orthogonalize", False):
+            Rinv = _inverse_cholesky(AtA)
+            return components @ Rinv, embedding @ Rinv, shift @ Rinv
+        return components, embedding, shift
+
+    def _fit_randomized_store(self, data: FitInput, d: int, median: bool, group: str):
+        """Randomized solver on a store: n_power_iter + 2 passes over X, loadings assembled from the model group.
+
+        The final pass writes Z = M^T Q (p x l) into the model group; the
+        loadings [C^T E, Z W / sqrt(values)] then need only p-sized arrays, so
+        no emit pass over X is made. The training embedding (X - 1 m^T) A comes
+        from the sketch pass (centroid part) and the final pass (eigen part).
+        """
+        import os
+        import shutil
+
+        from wideml.algebra.randomized import orthonormal_basis, randomized_coefficients
+        from wideml.passes.loadings import assemble_loadings
+        from wideml.passes.sketch import SKETCH_BASIS, sketch_pass
+
+        if not self._supports_randomized():
+            raise WidemlError(f"{self._method_name()} needs solver='gram' (its per-class directions come from the Gram).")
+        n, p, K = data.n_samples, data.n_features, data.n_classes
+        first_moment = self._first_moment()
+        n_eigen = d - self._n_delta_columns(K, d)
+        width = min(n, n_eigen + self.n_oversamples)
+        total = self._n_passes("randomized", False)
+        name = type(self).__name__
+        kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
+        (first,) = compute(sketch_pass(data.X, data.codes, K, medians=median, out_group=group, embed_first=first_moment, **kw),
+                           label=f"{name} fit, pass 1/{total}: sketch and class statistics")
+        Y, cg_means, cg_meds, sums = first
+        chunk = data.X.chunks[1][0]
+        basis_dir = os.path.join(group, SKETCH_BASIS)
+        os.makedirs(basis_dir, exist_ok=True)
+        try:
+            for i in range(self.n_power_iter + 1):
+                with threadpool_limits(1, user_api="blas"):
+                    Q = orthonormal_basis(Y)
+                last = i == self.n_power_iter
+                (step,) = compute(sketch_pass(data.X, data.codes, K, Q=Q, final=last, out_group=group if last else None, **kw),
+                                  label=f"{name} fit, pass {i + 2}/{total}: {'Rayleigh-Ritz' if last else 'power iteration'}")
+                Y = step[0]
+            XZ, T = Y, step[3]["ZtZ"]
+            with threadpool_limits(1, user_api="blas"):  # l x l algebra: threads only contend
+                E, Ws, kinds, vals = randomized_coefficients(data.codes, K, d, T, first_moment=first_moment,
+                                                             centroid_gram=cg_meds if median else cg_means)
+            self._new_loadings(group, p, d, chunk)
+            assembled = assemble_loadings(group, data.X.chunks[1], CLASS_MEDIANS if median else CLASS_MEANS, basis_dir, E, Ws)
+        finally:
+            shutil.rmtree(basis_dir, ignore_errors=True)
+        shift, AtA = (np.asarray(v, dtype=np.float64) for v in assembled)
+        parts = ([sums["XU"] @ E] if E.shape[1] else []) + ([XZ @ Ws] if Ws.shape[1] else [])
+        embedding = np.hstack(parts)
+        components = da.from_zarr(f"{group}/{LOADINGS}")
+        components, embedding, shift = self._maybe_orthogonalize(components, embedding, shift, AtA)
+        return components, embedding, shift, vals, kinds
+
+    def _first_moment(self) -> str | None:
+        """Centroids whose differences lead the components ("mean", "median") or None."""
+        return None
+
+    def _n_passes(self, solver: str, in_memory: bool = False) -> int:
+        """Passes over X of one fit: 2 (Gram), n_power_iter + 2 (randomized on a store) or + 3 (randomized in memory)."""
+        if solver == "gram":
+            return 2
+        return self.n_power_iter + (3 if in_memory else 2)
 
     def _choose_solver(self, data: FitInput, d: int) -> tuple[str, str]:
         if self.solver == "gram":
@@ -207,12 +284,12 @@ class GramProjector(TransformerMixin, BaseEstimator):
         n, K = data.n_samples, data.n_classes
         n_eigen = d - self._n_delta_columns(K, d)
         width = min(n, n_eigen + self.n_oversamples)
-        total = self._n_passes("randomized")
+        total = self._n_passes("randomized", True)
         name = type(self).__name__
         kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
         (first,) = compute(sketch_pass(data.X, data.codes, K, medians=median, out_group=group, **kw),
                            label=f"{name} fit, pass 1/{total}: sketch and class statistics")
-        Y, cg_means, cg_meds = first
+        Y, cg_means, cg_meds, _ = first
         with threadpool_limits(1, user_api="blas"):
             Q = orthonormal_basis(Y)
         for i in range(self.n_power_iter + 1):

@@ -71,8 +71,11 @@ class LOL(GramProjector):
 
     Notes
     -----
-    ``fit`` makes 2 passes over X with the Gram solver and n_power_iter + 3
-    with the randomized one (``n_fit_passes_``); ``transform`` makes 1.
+    ``fit`` makes 2 passes over X with the Gram solver and, with the
+    randomized one, n_power_iter + 2 over a store (the loadings are assembled
+    from a p x l matrix the last pass writes into the model group) or
+    n_power_iter + 3 over in-memory data (``n_fit_passes_``); ``transform``
+    makes 1.
     """
 
     def __init__(self, n_components=None, *, robust_first=True, second_moment="linear", orthogonalize=False,
@@ -93,6 +96,9 @@ class LOL(GramProjector):
 
     def _supports_randomized(self) -> bool:
         return self.second_moment == "linear"
+
+    def _first_moment(self) -> str:
+        return "median" if self.robust_first else "mean"
 
     def _method_name(self) -> str:
         return "QOQ (second_moment='quadratic')" if self.second_moment == "quadratic" else "LOL"

@@ -10,13 +10,46 @@ import dask.array as da
 import numpy as np
 
 from wideml.exceptions import WidemlError
+from wideml.storage.reader import DIRECT_READERS
 
 
 class NonFiniteError(WidemlError):
     """X holds NaN or inf (found during a pass)."""
 
 
-def feature_stripes(X: da.Array) -> tuple[list, np.ndarray]:
+class ChunkRef:
+    """A feature chunk of a registered store array, read by the task that uses it.
+
+    A task handed a ChunkRef reads the chunk itself (:func:`materialise`), so
+    the array it gets is its own: nobody else holds it and it may be centred
+    in place, which saves a chunk-sized write per pass.
+    """
+
+    __slots__ = ("reader", "start", "stop", "n_rows")
+
+    def __init__(self, reader: Any, start: int, stop: int, n_rows: int):
+        self.reader, self.start, self.stop, self.n_rows = reader, int(start), int(stop), int(n_rows)
+
+    def __getstate__(self):
+        return (self.reader, self.start, self.stop, self.n_rows)
+
+    def __dask_tokenize__(self):
+        r = self.reader
+        return ("wideml-chunkref", type(r).__name__, r.path, r.name, r.shape, str(r.dtype), self.start, self.stop, self.n_rows)
+
+    def __setstate__(self, state):
+        self.reader, self.start, self.stop, self.n_rows = state
+
+
+def materialise(stripe: Any) -> tuple[np.ndarray, bool]:
+    """(the stripe as an ndarray, whether the caller owns it and may overwrite it)."""
+    if isinstance(stripe, ChunkRef):
+        block = np.asarray(stripe.reader[slice(0, stripe.n_rows), slice(stripe.start, stripe.stop)])
+        return block, bool(block.flags.writeable)  # readers return fresh arrays (or views of one)
+    return np.asarray(stripe), False
+
+
+def feature_stripes(X: da.Array, direct: bool = False) -> tuple[list, np.ndarray]:
     """Delayed full-height feature stripes of ``X`` and their global start offsets.
 
     Parameters
@@ -24,20 +57,28 @@ def feature_stripes(X: da.Array) -> tuple[list, np.ndarray]:
     X : dask.array.Array of shape (n_samples, n_features)
         If X is chunked along samples too, each stripe concatenates its row
         chunks (memory: one stripe, not the whole array).
+    direct : bool, default False
+        For a store's own array (registered in :data:`wideml.storage.reader.DIRECT_READERS`),
+        return :class:`ChunkRef` objects instead of delayed reads: the task
+        reads its chunk itself (use :func:`materialise`) and owns it. Other
+        arrays give delayed stripes as usual.
 
     Returns
     -------
-    stripes : list of dask.delayed.Delayed
-        One delayed ndarray of shape (n_samples, p_j) per feature chunk.
+    stripes : list of dask.delayed.Delayed or ChunkRef
+        One stripe of shape (n_samples, p_j) per feature chunk.
     offsets : ndarray of int64, shape (n_stripes,)
         Index of each stripe's first feature.
     """
     if X.ndim != 2:
         raise WidemlError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}; reshape it.")
+    offsets = np.concatenate([[0], np.cumsum(X.chunks[1])[:-1]]).astype(np.int64)
+    reader = DIRECT_READERS.get(X.name) if direct else None
+    if reader is not None and X.numblocks[0] == 1:
+        return [ChunkRef(reader, o, o + w, X.shape[0]) for o, w in zip(offsets, X.chunks[1])], offsets
     if X.numblocks[0] > 1:
         X = X.rechunk({0: -1})
     stripes = list(X.to_delayed()[0])
-    offsets = np.concatenate([[0], np.cumsum(X.chunks[1])[:-1]]).astype(np.int64)
     return stripes, offsets
 
 

@@ -8,9 +8,10 @@ as few sweeps over the chunk as possible:
   default of every estimator) multiplies float32 (and narrower) data in
   float32 and everything else in float64; sums *across* chunks are always
   float64.
-- :func:`centre` computes the float64 feature means in one sweep, detects
-  NaN/inf from them (a non-finite entry makes its column's sum non-finite),
-  and returns the chunk centred by the means rounded to the working dtype.
+- :func:`centre` computes the feature means in one sweep (float32 partial
+  sums added in float64 for float32 data), detects NaN/inf from them (a
+  non-finite entry makes its column's sum non-finite), and returns the chunk
+  centred by the means rounded to the working dtype.
   The rounded means are the centring vector ``c``: any vector keeps the raw
   Gram recoverable, and because float32 subtraction of nearby values is exact,
   centring by a float32 ``c`` loses nothing.
@@ -28,6 +29,9 @@ from wideml.passes.blocks import first_nonfinite
 
 #: Accepted values of every estimator's ``precision`` parameter.
 PRECISIONS = ("auto", "float64", "float32")
+
+#: Rows per float32 partial sum in :func:`centre` (relative error about sqrt(_SUM_ROWS) float32 ulps).
+_SUM_ROWS = 256
 
 #: Rows per tile when transposing a class's rows into a contiguous (features x samples) copy.
 _TILE_ROWS = 16
@@ -75,7 +79,7 @@ def resolve_precision(precision: str, dtype) -> str:
     return work_dtype(dtype, precision).name
 
 
-def centre(block: np.ndarray, offset: int, dt) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, tuple | None]:
+def centre(block: np.ndarray, offset: int, dt, *, reuse: bool = False, inplace: bool = False) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, tuple | None]:
     """Centre a chunk by its feature means, checking for NaN/inf on the way.
 
     Parameters
@@ -85,27 +89,96 @@ def centre(block: np.ndarray, offset: int, dt) -> tuple[np.ndarray | None, np.nd
         Global index of the chunk's first feature (for the NaN/inf report).
     dt : numpy dtype
         Working dtype (see :func:`work_dtype`).
+    reuse : bool, default False
+        Write ``x`` into this thread's scratch buffer (see
+        :mod:`wideml.passes.scratch`) instead of a fresh array. Only for
+        callers that drop ``x`` (and every view of it) before they return.
+    inplace : bool, default False
+        Overwrite ``block`` with ``x`` when it already has dtype ``dt`` (for
+        chunks the caller owns, see :func:`wideml.passes.blocks.materialise`):
+        no chunk-sized write to other memory, about 5x cheaper than ``reuse``
+        on two cores. ``block`` holds the centred values afterwards.
 
     Returns
     -------
     x : ndarray of shape (n, p_j), dtype ``dt``, or None
-        A fresh array, ``block - c``.
+        ``block - c``.
     m : ndarray of shape (p_j,), float64, or None
-        The exact feature means.
+        The feature means.
     c : ndarray of shape (p_j,), float64, or None
-        The centring vector actually subtracted (``m`` rounded to ``dt``).
+        The centring vector actually subtracted (the means rounded to ``dt``).
     bad : tuple or None
         (feature index, sample, kind) of the first non-finite entry; when set,
         the other three are None.
+
+    Notes
+    -----
+    For float32 data centred in float32 (the default for float32 stores) the
+    means come from float32 partial sums over blocks of :data:`_SUM_ROWS` rows
+    added in float64 (3.5x faster than a float64 reduction, which converts
+    every entry). ``c`` depends only on the column's values, not on the chunk's
+    width, so every pass recomputes the same ``c``. The returned ``m`` is then
+    ``c`` plus the float32 mean of the centred chunk, which is exact to float32
+    rounding of the *spread* of the data, not of its offset. Other dtypes use
+    the float64 mean directly.
     """
+    if block.dtype == np.float32 and dt == np.float32 and block.shape[0] > 0:
+        found = _centre_float32(block, offset, reuse, inplace)
+        if found is not None:
+            return found
     m = block.mean(axis=0, dtype=np.float64)
     if not np.isfinite(m).all():
         bad = first_nonfinite(block, int(offset))
         if bad is not None:
             return None, None, None, bad
     c_dt = m.astype(dt)
-    x = np.subtract(block, c_dt, dtype=dt)
+    x = block if inplace and block.dtype == dt and block.flags.writeable else _new_or_scratch(block.shape, dt, reuse)
+    np.subtract(block, c_dt, out=x, dtype=dt)
     return x, m, c_dt.astype(np.float64), None
+
+
+def _centre_float32(block: np.ndarray, offset: int, reuse: bool, inplace: bool):
+    """The float32 fast path of :func:`centre`; None when the float32 sums overflow (the caller falls back)."""
+    n = block.shape[0]
+    c = float32_centring_vector(block)
+    if not np.isfinite(c).all():
+        bad = first_nonfinite(block, int(offset))
+        if bad is not None:
+            return None, None, None, bad
+        return None  # finite data whose float32 sums overflow: use the float64 mean
+    x = block if inplace and block.flags.writeable else _new_or_scratch(block.shape, np.float32, reuse)
+    np.subtract(block, c, out=x)
+    c64 = c.astype(np.float64)
+    m = c64 + as_float64(np.full(n, 1.0 / n, dtype=np.float32) @ x)
+    return x, m, c64, None
+
+
+def float32_centring_vector(block: np.ndarray) -> np.ndarray:
+    """The centring vector :func:`centre` subtracts from a float32 chunk, shape (p_j,), float32.
+
+    Float32 column sums over blocks of :data:`_SUM_ROWS` rows, added in float64,
+    divided by n and rounded to float32. Each column's value depends only on
+    that column, so every pass (and every chunking) recomputes the same vector.
+    Non-finite where the column holds NaN/inf (or its float32 sums overflow).
+    """
+    if block.shape[1] == 1:  # numpy would sum a single column pairwise: give it a twin to keep the row-by-row order
+        return float32_centring_vector(np.repeat(block, 2, axis=1))[:1]
+    total = np.zeros(block.shape[1])
+    for a in range(0, block.shape[0], _SUM_ROWS):
+        part = block[a : a + _SUM_ROWS]
+        if part.strides[1] != part.itemsize:  # row by row needs each row contiguous
+            part = np.ascontiguousarray(part)
+        total += part.sum(axis=0, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (total / block.shape[0]).astype(np.float32)
+
+
+def _new_or_scratch(shape, dtype, reuse: bool) -> np.ndarray:
+    if reuse:
+        from wideml.passes.scratch import scratch
+
+        return scratch(shape, dtype)
+    return np.empty(shape, dtype=dtype)
 
 
 def one_hot(codes: np.ndarray, n_classes: int, dtype=np.float64) -> np.ndarray:
@@ -163,4 +236,4 @@ def as_float64(a: np.ndarray) -> np.ndarray:
     return np.asarray(a).astype(np.float64, copy=False)
 
 
-__all__ = ["PRECISIONS", "as_float64", "centre", "check_precision", "class_medians", "class_sums", "one_hot", "resolve_precision", "work_dtype"]
+__all__ = ["PRECISIONS", "as_float64", "centre", "check_precision", "float32_centring_vector", "class_medians", "class_sums", "one_hot", "resolve_precision", "work_dtype"]

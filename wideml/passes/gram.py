@@ -29,7 +29,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, nonfinite_error, sub_stripe_width, tree_reduce
+from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, sub_stripe_width, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, work_dtype
 
 #: Names of the p-sized arrays the pass writes into a model group.
@@ -101,13 +101,13 @@ def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -
 
 def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_group, width=None):
     """Statistics of one chunk, computed in sub-stripes of at most ``width`` features (memory budget)."""
-    block = np.asarray(block)
+    block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
     width = block.shape[1] if not width else int(width)
     keep = out_group is not None
     parts, outputs = [], []
     for a in range(0, block.shape[1], width):
-        stats, out = _stripe_stats(block[:, a : a + width], int(offset) + a, codes, n_classes, median_sets, dt, keep)
+        stats, out = _stripe_stats(block[:, a : a + width], int(offset) + a, codes, n_classes, median_sets, dt, keep, owned)
         if stats[4] is not None:  # reported after the pass, so the lowest bad feature index wins
             return stats
         parts.append(stats)
@@ -118,15 +118,18 @@ def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_gr
     return _combine(*parts) if len(parts) > 1 else parts[0]
 
 
-def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep):
-    """(partial sums, p-sized outputs) of one sub-stripe; products in ``dt``, results in float64."""
+def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep, owned=False):
+    """(partial sums, p-sized outputs) of one sub-stripe; products in ``dt``, results in float64.
+
+    An ``owned`` block is centred in place (its medians are taken first).
+    """
     outputs = {}
-    x, m, c, bad = centre(block, offset, dt)
+    raw_medians = [class_medians(block, sub_codes, n_classes, rows=None if is_full else idx) for idx, sub_codes, is_full in median_sets]
+    x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned)
     if bad is not None:
         return (None, None, 0.0, [], bad), outputs
     medians = []
-    for idx, sub_codes, is_full in median_sets:
-        M = class_medians(block, sub_codes, n_classes, rows=None if is_full else idx)
+    for M, (_, _, is_full) in zip(raw_medians, median_sets):
         medians.append(M - c)
         if is_full and keep:
             outputs[CLASS_MEDIANS] = M
@@ -207,7 +210,7 @@ def gram_pass(
         When computed, if X holds NaN or inf; the message names the lowest
         such feature index.
     """
-    stripes, offsets = feature_stripes(X)
+    stripes, offsets = feature_stripes(X, direct=True)
     n = X.shape[0]
     sets = []
     for idx in median_subsets:

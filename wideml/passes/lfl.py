@@ -24,7 +24,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, nonfinite_error, tree_reduce
+from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
 from wideml.passes.keyed_random import sparse_sign_rows
@@ -73,14 +73,15 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
     bad : tuple or None
         First non-finite entry of the chunk.
     """
-    block = np.asarray(block)
+    block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
-    x, m, c, bad = centre(block, int(offset), dt)
+    medians = class_medians(block, codes, n_classes) if robust else None  # before an owned block is centred in place
+    x, m, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned)
     if bad is not None:
         return None, bad
     counts = np.bincount(codes, minlength=n_classes)
     means = c + class_sums(x, codes, n_classes) / np.maximum(counts, 1)[:, None]
-    cent = class_medians(block, codes, n_classes) if robust else means
+    cent = medians if robust else means
     _write(out_group, CLASS_MEANS, means, offset)
     _write(out_group, FEATURE_MEAN, m, offset)
     if robust:
@@ -143,7 +144,7 @@ def lfl_fit_pass(X: da.Array, codes, n_classes: int, *, n_random: int, seed: int
         When computed, if X holds NaN or inf (the lowest such feature index is named).
     """
     work_dtype(X.dtype, precision)  # validate early
-    stripes, offsets = feature_stripes(X)
+    stripes, offsets = feature_stripes(X, direct=True)
     task = dask.delayed(_lfl_fit_chunk, pure=True)
     parts = [task(s, int(o), codes, n_classes, robust, seed, n_random, density, out_group, precision) for s, o in zip(stripes, offsets)]
     total = tree_reduce(parts, _combine) if len(parts) > 1 else dask.delayed(_combine, pure=True)(parts[0])
@@ -168,9 +169,9 @@ def _lfl_project_chunk(block, offset, cent_block, Dm, seed, k, density, precisio
     data (no float64 copy of float32 data, no precision lost to offsets) and
     the offset term in float64. Raises NonFiniteError on NaN/inf.
     """
-    block = np.asarray(block)
+    block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
-    x, _, c, bad = centre(block, int(offset), dt)
+    x, _, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned)
     if bad is not None:
         raise nonfinite_error(bad)
     W = np.asarray(cent_block, dtype=np.float64).T @ Dm
@@ -204,7 +205,7 @@ def lfl_project_pass(X: da.Array, centroids, Dm: np.ndarray, *, n_random: int, s
 
     work_dtype(X.dtype, precision)  # validate early
 
-    stripes, offsets = feature_stripes(X)
+    stripes, offsets = feature_stripes(X, direct=True)
     cents = _aligned_blocks(centroids, X.chunks[1], offsets, axis=1)
     task = dask.delayed(_lfl_project_chunk, pure=True)
     parts = [task(s, int(o), c, Dm, seed, n_random, density, precision) for s, o, c in zip(stripes, offsets, cents)]

