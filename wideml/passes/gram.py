@@ -90,6 +90,10 @@ class GramStats:
 def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -> None:
     if group_path is None:
         return
+    from wideml.storage.rawchunks import write_aligned
+
+    if write_aligned(f"{group_path}/{name}", values, offset, axis=values.ndim - 1):
+        return
     import zarr
 
     arr = zarr.open_array(f"{group_path}/{name}", mode="r+")

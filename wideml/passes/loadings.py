@@ -32,9 +32,12 @@ def _emit_chunk(block, offset, B, Dm, med, group_path, keep, embed, precision):
         A += np.asarray(med, dtype=np.float64).T @ Dm
     shift = c @ A
     if group_path is not None:
-        import zarr
+        from wideml.storage.rawchunks import write_aligned
 
-        zarr.open_array(f"{group_path}/{LOADINGS}", mode="r+")[offset : offset + x.shape[1], :] = A
+        if not write_aligned(f"{group_path}/{LOADINGS}", A, int(offset), axis=0):
+            import zarr
+
+            zarr.open_array(f"{group_path}/{LOADINGS}", mode="r+")[offset : offset + x.shape[1], :] = A
     XA, AtA = (as_float64(x @ A.astype(dt)) + shift, A.T @ A) if embed else (None, None)
     return (shift, A if keep else None, XA, AtA)
 
@@ -134,6 +137,7 @@ def assemble_loadings(group_path: str, widths, centroids: str, basis_dir: str, E
     import zarr
 
     from wideml.passes.gram import FEATURE_MEAN
+    from wideml.storage.rawchunks import write_aligned
 
     group = zarr.open_group(group_path, mode="r+")
     cent_arr, mean_arr, out = group[centroids], group[FEATURE_MEAN], group[LOADINGS]
@@ -153,7 +157,8 @@ def assemble_loadings(group_path: str, widths, centroids: str, basis_dir: str, E
             for lo, hi in zip(bounds[start:stop], bounds[start + 1 : stop + 1]):
                 Z = np.load(f"{basis_dir}/{int(lo)}.npy", allow_pickle=False)
                 np.matmul(Z, Ws, out=A[lo - a : hi - a, E.shape[1] :])
-        out[a:b, :] = A
+        if not write_aligned(f"{group_path}/{LOADINGS}", A, a, axis=0):
+            out[a:b, :] = A
         shift += np.asarray(mean_arr[a:b], dtype=np.float64) @ A
         AtA += A.T @ A
         start = stop

