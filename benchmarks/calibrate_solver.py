@@ -25,7 +25,7 @@ def features(row: dict, n_power_iter: int = 1, n_oversamples: int = 10, itemsize
     gb = n * p * itemsize / 1e9
     width = min(n, d + n_oversamples)
     gram = [2 * gb, n * n * p, n**3, n * d * p]  # per-GB pass cost, Gram product, n x n algebra, emit product
-    randomized = [(n_power_iter + 3) * gb, (n_power_iter + 2) * 2 * n * width * p, p * width]  # + test-matrix generation
+    randomized = [(n_power_iter + 2) * gb, (n_power_iter + 2) * 2 * n * width * p, p * width]  # + test-matrix generation
     return gram, randomized
 
 

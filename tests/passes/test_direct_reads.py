@@ -69,3 +69,21 @@ def test_centring_vector_does_not_depend_on_width_or_layout():
         parts = np.concatenate([float32_centring_vector(X[:, a : a + w]) for a in range(0, X.shape[1], w)])
         np.testing.assert_array_equal(parts, whole)
     np.testing.assert_array_equal(float32_centring_vector(np.asfortranarray(X)), whole)
+
+
+def test_read_ahead_hints_are_harmless(tmp_path):
+    """Each ChunkRef names the next chunks; hinting them (posix_fadvise WILLNEED) neither reads nor fails."""
+    from wideml.storage.reader import READ_COUNTER
+
+    X, y = _data()
+    write_store(tmp_path / "s.zarr", X, y, feature_chunk=128)
+    store = open_store(tmp_path / "s.zarr")
+    stripes, _ = feature_stripes(store.X, direct=True)
+    assert [s.ahead for s in stripes[-3:]] == [((384, 512), (512, 600)), ((512, 600),), ()]
+    reader = stripes[0].reader
+    before = READ_COUNTER[str(store.path)]
+    reader.hint(slice(0, 600))
+    reader.hint(slice(10_000, 20_000))  # past the end: nothing to hint
+    assert READ_COUNTER[str(store.path)] == before
+    block, _ = materialise(stripes[1])
+    np.testing.assert_array_equal(block, X[:, 128:256])

@@ -28,7 +28,7 @@ def register(sub, common) -> None:
     p.add_argument("--precision", choices=("auto", "float64", "float32"), default="auto",
                    help="dtype of each chunk's products (auto: float32 for float32 stores, else float64; sums across chunks are float64)")
     p.add_argument("--solver", choices=("auto", "gram", "randomized"), default="auto",
-                   help="exact Gram (2 passes) or randomized range finder (n_power_iter + 3 passes); auto uses a cost model")
+                   help="exact Gram (2 passes) or randomized range finder (n_power_iter + 2 passes); auto uses a cost model")
     p.add_argument("--n-power-iter", type=int, default=1, help="power iterations of the randomized solver (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of random matrices (randomized solver, LFL, encoder, KPCA)")
     p.add_argument("--kernels", help="encoder: comma-separated kernels (default linear,euclidean,spearman)")

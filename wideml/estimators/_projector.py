@@ -53,7 +53,8 @@ class GramProjector(TransformerMixin, BaseEstimator):
     """
 
     #: Passes over X made by ``fit`` with the Gram solver (Gram/statistics pass + emit pass);
-    #: the randomized solver makes n_power_iter + 3 (sketch, power steps, Rayleigh-Ritz, emit).
+    #: the randomized solver makes n_power_iter + 2 on a store (sketch, power steps, final; the
+    #: loadings are assembled from the model group) and n_power_iter + 3 on in-memory input.
     n_fit_passes = 2
 
     def _uses_medians(self) -> bool:

@@ -3,16 +3,17 @@
 Cost model of a whole fit, in seconds. The constants below were fitted by
 ``benchmarks/calibrate_solver.py`` (non-negative least squares on relative error) to the
 grid of ``benchmarks/scaling_solvers.py --part B`` (n in {500, 2000, 8000}, d in {10, 100},
-1 GB float32 stores, float32 chunk products, 2 cores; ``results/scaling_solvers_b_calibration.json``)
+1 GB float32 stores, float32 chunk products, 2 cores; ``results/scaling_solvers_b_calibration.json``,
+refitted after the randomized solver lost its emit pass)
 and checked on a second run of that grid plus sizes it was not fitted on (``--part D``):
 
 - exact Gram: 2 passes (Gram + emit), each ``GRAM_PASS_S_PER_GB`` per GB of X, plus the
   Gram product ``n^2 p / GRAM_RATE``, the n x n algebra (centring, eigensolve)
   ``EIGH_COEF * n^3 / GRAM_RATE`` and the emit product ``n d p / EMIT_RATE``;
-- randomized: n_power_iter + 3 passes (sketch, power steps, Rayleigh-Ritz, emit), each
-  ``SKETCH_PASS_S_PER_GB`` per GB, plus, for the n_power_iter + 2 sketch passes, the thin
-  products ``2 n l p / SKETCH_RATE`` with l = d + n_oversamples, and the generation of the
-  keyed Gaussian test matrix ``p l / RANDOM_RATE``.
+- randomized: n_power_iter + 2 passes (sketch, power steps, final; the loadings are then
+  assembled from the model group without reading X), each ``SKETCH_PASS_S_PER_GB`` per GB,
+  plus their thin products ``2 n l p / SKETCH_RATE`` with l = d + n_oversamples, and the
+  generation of the keyed Gaussian test matrix ``p l / RANDOM_RATE``.
 
 Memory: the Gram solver keeps a few n x n float64 matrices alive (``GRAM_COPIES``); if they
 do not fit half the memory budget (config ``memory-limit``) the randomized solver is used
@@ -22,19 +23,19 @@ whatever the time estimate says.
 from __future__ import annotations
 
 #: Seconds per GB of X for one pass of the Gram solver (read, centring, statistics).
-GRAM_PASS_S_PER_GB = 0.956
+GRAM_PASS_S_PER_GB = 0.455
 #: Seconds per GB of X for one pass of the randomized solver.
-SKETCH_PASS_S_PER_GB = 0.724
+SKETCH_PASS_S_PER_GB = 0.287
 #: Rate of the chunk Gram products, in units of n^2 p per second.
-GRAM_RATE = 5.83e11
+GRAM_RATE = 2.92e11
 #: Rate of the emit pass's product X^T B, in units of n d p per second.
-EMIT_RATE = 1.14e10
+EMIT_RATE = 3.72e10
 #: Rate of the sketch passes' thin products, in units of 2 n l p per second.
-SKETCH_RATE = 8.13e10
+SKETCH_RATE = 8.45e10
 #: Rate of generating the keyed Gaussian test matrix, in entries (p l) per second.
-RANDOM_RATE = 3.54e7
+RANDOM_RATE = 2.44e7
 #: Cost of the n x n algebra in units of n^3 / GRAM_RATE.
-EIGH_COEF = 81.3
+EIGH_COEF = 23.7
 #: n x n float64 matrices alive at once in the Gram pass (accumulators, tree partials, eigensolve workspace).
 GRAM_COPIES = 6
 
@@ -45,7 +46,7 @@ def estimate_seconds(n: int, p: int, d: int, n_power_iter: int = 1, n_oversample
     gram = 2 * GRAM_PASS_S_PER_GB * gb + n * n * p / GRAM_RATE + EIGH_COEF * n**3 / GRAM_RATE + n * d * p / EMIT_RATE
     width = min(n, d + n_oversamples)
     sketch_passes = n_power_iter + 2
-    randomized = ((sketch_passes + 1) * SKETCH_PASS_S_PER_GB * gb + sketch_passes * 2 * n * width * p / SKETCH_RATE
+    randomized = (sketch_passes * SKETCH_PASS_S_PER_GB * gb + sketch_passes * 2 * n * width * p / SKETCH_RATE
                   + p * width / RANDOM_RATE)
     return {"gram": gram, "randomized": randomized}
 

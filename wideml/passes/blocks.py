@@ -17,6 +17,10 @@ class NonFiniteError(WidemlError):
     """X holds NaN or inf (found during a pass)."""
 
 
+#: Chunks ahead of the one being read that a pass task asks the OS to start reading (off-disk overlap).
+READ_AHEAD = 2
+
+
 class ChunkRef:
     """A feature chunk of a registered store array, read by the task that uses it.
 
@@ -25,27 +29,45 @@ class ChunkRef:
     in place, which saves a chunk-sized write per pass.
     """
 
-    __slots__ = ("reader", "start", "stop", "n_rows")
+    __slots__ = ("reader", "start", "stop", "n_rows", "ahead")
 
-    def __init__(self, reader: Any, start: int, stop: int, n_rows: int):
+    def __init__(self, reader: Any, start: int, stop: int, n_rows: int, ahead: tuple = ()):
         self.reader, self.start, self.stop, self.n_rows = reader, int(start), int(stop), int(n_rows)
+        self.ahead = tuple((int(a), int(b)) for a, b in ahead)  # the next chunks, hinted to the OS before this read
 
     def __getstate__(self):
-        return (self.reader, self.start, self.stop, self.n_rows)
+        return (self.reader, self.start, self.stop, self.n_rows, self.ahead)
 
     def __dask_tokenize__(self):
         r = self.reader
         return ("wideml-chunkref", type(r).__name__, r.path, r.name, r.shape, str(r.dtype), self.start, self.stop, self.n_rows)
 
     def __setstate__(self, state):
-        self.reader, self.start, self.stop, self.n_rows = state
+        self.reader, self.start, self.stop, self.n_rows, self.ahead = state
 
 
 def materialise(stripe: Any) -> tuple[np.ndarray, bool]:
-    """(the stripe as an ndarray, whether the caller owns it and may overwrite it)."""
+    """(the stripe as an ndarray, whether the caller owns it and may overwrite it).
+
+    A :class:`ChunkRef` is read into the calling thread's "read" scratch
+    buffer when its reader can (:mod:`wideml.passes.scratch`): the block is
+    then valid only until the thread's next read, so pass tasks must not
+    return it or any view of it (they return products and statistics).
+    """
     if isinstance(stripe, ChunkRef):
-        block = np.asarray(stripe.reader[slice(0, stripe.n_rows), slice(stripe.start, stripe.stop)])
-        return block, bool(block.flags.writeable)  # readers return fresh arrays (or views of one)
+        hint = getattr(stripe.reader, "hint", None)
+        if hint is not None:
+            for a, b in stripe.ahead:
+                hint(slice(a, b))
+        rows, cols = slice(0, stripe.n_rows), slice(stripe.start, stripe.stop)
+        read_into = getattr(stripe.reader, "read_into", None)
+        if read_into is not None:  # into this thread's reused read buffer: no page faults per chunk
+            from wideml.passes.scratch import scratch
+
+            block = np.asarray(read_into(rows, cols, lambda shape, dtype: scratch(shape, dtype, slot="read")))
+        else:
+            block = np.asarray(stripe.reader[rows, cols])
+        return block, bool(block.flags.writeable)  # the task's own buffer or a fresh array
     return np.asarray(stripe), False
 
 
@@ -75,7 +97,9 @@ def feature_stripes(X: da.Array, direct: bool = False) -> tuple[list, np.ndarray
     offsets = np.concatenate([[0], np.cumsum(X.chunks[1])[:-1]]).astype(np.int64)
     reader = DIRECT_READERS.get(X.name) if direct else None
     if reader is not None and X.numblocks[0] == 1:
-        return [ChunkRef(reader, o, o + w, X.shape[0]) for o, w in zip(offsets, X.chunks[1])], offsets
+        bounds = [(int(o), int(o + w)) for o, w in zip(offsets, X.chunks[1])]
+        refs = [ChunkRef(reader, a, b, X.shape[0], ahead=bounds[i + 1 : i + 1 + READ_AHEAD]) for i, (a, b) in enumerate(bounds)]
+        return refs, offsets
     if X.numblocks[0] > 1:
         X = X.rechunk({0: -1})
     stripes = list(X.to_delayed()[0])

@@ -8,8 +8,13 @@ allocation maps new pages and the first write to each page faults (measured:
 buffer). Each worker thread therefore keeps one flat buffer and hands out
 contiguous views of it.
 
+The same holds for reading: a chunk file read into a fresh 32 MB array pays
+those page faults on every read (glibc maps allocations above 32 MiB afresh,
+and the default chunk size is just under it once numpy adds its padding), so
+tasks that own their chunk read it into their thread's "read" buffer.
+
 Rules for callers: a view from :func:`scratch` is valid until the same thread
-asks for scratch again, so it must never be returned from a task, stored, or
+asks for scratch of the same slot again, so it must never be returned from a task, stored, or
 held across a call that may itself take scratch. :func:`release` drops every
 buffer (the runtime calls it after each pass), so idle workers hold nothing.
 """
@@ -20,15 +25,19 @@ import threading
 
 import numpy as np
 
-_buffers: dict[int, np.ndarray] = {}
+_buffers: dict[tuple[int, str], np.ndarray] = {}
 _lock = threading.Lock()
 
 
-def scratch(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """A C-contiguous, uninitialised array of ``shape`` and ``dtype`` backed by this thread's buffer."""
+def scratch(shape: tuple[int, ...], dtype, slot: str = "work") -> np.ndarray:
+    """A C-contiguous, uninitialised array of ``shape`` and ``dtype`` backed by this thread's buffer ``slot``.
+
+    Different slots are different buffers (a chunk read into the "read" slot
+    stays valid while the "work" slot is handed out).
+    """
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dtype.itemsize
-    key = threading.get_ident()
+    key = (threading.get_ident(), slot)
     buf = _buffers.get(key)
     if buf is None or buf.nbytes < nbytes:
         buf = np.empty(nbytes, dtype=np.uint8)

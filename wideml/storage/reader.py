@@ -87,6 +87,57 @@ class ZarrReader:
                 return block
         return np.asarray(self._zarr()[key])
 
+    def read_into(self, rows: slice, cols: slice, alloc) -> np.ndarray:
+        """The block ``[rows, cols]``, read into memory from ``alloc(shape, dtype)`` when it is one stored chunk.
+
+        ``alloc`` returns a C-contiguous array to read the chunk file into (a
+        reused per-thread buffer, so no fresh pages fault in on every read);
+        other blocks, and other layouts, are read as by ``self[rows, cols]``.
+        The result may be a view of that buffer.
+        """
+        if self._raw is not None:
+            (r0, r1, _), (c0, c1, _) = rows.indices(self.shape[0]), cols.indices(self.shape[1])
+            cr, cc = self.chunks
+            dtype, _ = self._raw
+            if r0 % cr == 0 and c0 % cc == 0 and r1 - r0 <= cr and c1 - c0 <= cc and (r1 - r0 == cr or r1 == self.shape[0]) \
+                    and (c1 - c0 == cc or c1 == self.shape[1]):
+                fname = os.path.join(self.path, self.name, "c", str(r0 // cr), str(c0 // cc))
+                buf = alloc((cr, cc), dtype)
+                try:
+                    with open(fname, "rb", buffering=0) as f:
+                        got = f.readinto(memoryview(buf).cast("B"))
+                except FileNotFoundError:
+                    got = -1
+                if got == buf.nbytes:
+                    _count(self.path)
+                    view = buf[: r1 - r0, : c1 - c0]
+                    return view if dtype == self.dtype else view.astype(self.dtype)
+        return self[rows, cols]
+
+    def hint(self, cols: slice) -> None:
+        """Ask the OS to start reading the chunk files of the full-height columns ``cols`` (no wait, no CPU).
+
+        ``posix_fadvise(WILLNEED)`` queues the read-ahead in the kernel, so a
+        task that computes on one chunk overlaps the disk reading the next.
+        A no-op where the platform or the layout does not allow it.
+        """
+        if self._raw is None or not hasattr(os, "posix_fadvise"):
+            return
+        c0, c1, _ = cols.indices(self.shape[1])
+        cr, cc = self.chunks
+        for i in range(-(-self.shape[0] // cr)):
+            for j in range(c0 // cc, -(-c1 // cc)):
+                try:
+                    fd = os.open(os.path.join(self.path, self.name, "c", str(i), str(j)), os.O_RDONLY)
+                except OSError:
+                    continue
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
+
     def _read_raw(self, rows: slice, cols: slice):
         (r0, r1, _), (c0, c1, _) = rows.indices(self.shape[0]), cols.indices(self.shape[1])
         cr, cc = self.chunks
