@@ -209,3 +209,20 @@ def test_auto_solver_policy():
     X, y = decaying_data(n=60, p=300)
     fitted = LOL(4).fit(X, y)
     assert fitted.solver_ == "gram" and "gram" in fitted.solver_reason_
+
+
+def test_small_n_store_keeps_the_emit_pass(tmp_path):
+    """When Z (p x l, float64) would outweigh a quarter of X (tiny n), the loadings come from an emit pass."""
+    from wideml.estimators._projector import folds_loadings
+
+    X, y = decaying_data(n=40, p=600)
+    assert not folds_loadings(40, 5, 10, X.dtype.itemsize) and folds_loadings(2000, 50, 10, 4)
+    write_store(tmp_path / "s.zarr", X, y, feature_chunk=100)
+    store = open_store(tmp_path / "s.zarr")
+    before = READ_COUNTER[str(store.path)]
+    est = LOL(5, solver="randomized", n_power_iter=1).fit(store)
+    assert est.n_fit_passes_ == 1 + 3
+    assert READ_COUNTER[str(store.path)] - before == 4 * 6
+    ref = LOL(5, solver="randomized", n_power_iter=1, precision="float64").fit(X, y)
+    assert max_angle(np.asarray(est.components_).T, np.asarray(ref.components_).T) < 1e-6
+    np.testing.assert_allclose(est.transform(store), est.embedding_, rtol=1e-7, atol=1e-9)

@@ -28,6 +28,18 @@ SOLVERS = ("auto", "gram", "randomized")
 SMALL_ALGEBRA_N = 1500
 
 
+def folds_loadings(n_samples: int, n_components: int, n_oversamples: int, itemsize: int) -> bool:
+    """Whether the randomized solver assembles its loadings from Z = X_c^T Q (p x l, float64) instead of an emit pass.
+
+    Writing and reading Z back costs 2 x 8 l bytes per feature; an emit pass
+    reads n x itemsize bytes per feature and multiplies them. Z is used when it
+    is at most a quarter of X (8 l <= n itemsize / 4): for n = 2000 float32
+    samples and l = 60 it is 6% of X; for n = 16 it would be twice X.
+    """
+    width = min(n_samples, n_components + n_oversamples)
+    return 8 * width <= n_samples * itemsize / 4
+
+
 def small_algebra_threads(n: int):
     """Context limiting BLAS to one thread for n x n algebra with n < SMALL_ALGEBRA_N."""
     import contextlib
@@ -54,7 +66,8 @@ class GramProjector(TransformerMixin, BaseEstimator):
 
     #: Passes over X made by ``fit`` with the Gram solver (Gram/statistics pass + emit pass);
     #: the randomized solver makes n_power_iter + 2 on a store (sketch, power steps, final; the
-    #: loadings are assembled from the model group) and n_power_iter + 3 on in-memory input.
+    #: loadings are assembled from the model group) and n_power_iter + 3 on in-memory input or
+    #: when Z would outweigh a quarter of X (see :func:`folds_loadings`).
     n_fit_passes = 2
 
     def _uses_medians(self) -> bool:
@@ -99,8 +112,13 @@ class GramProjector(TransformerMixin, BaseEstimator):
 
         Notes
         -----
-        Makes **two passes** over X: the Gram/class-statistics pass, then the
-        emit pass that writes the p x d loadings chunk by chunk.
+        With the Gram solver, makes **two passes** over X: the
+        Gram/class-statistics pass, then the emit pass that writes the p x d
+        loadings chunk by chunk. With the randomized solver, makes
+        **n_power_iter + 2 passes** over a store (n_power_iter + 3 over
+        in-memory input, or when n is so small that the p x l matrix Z would
+        outweigh a quarter of X: :func:`folds_loadings`). ``n_fit_passes_``
+        records the count.
         """
         self._validate_common()
         data = fit_input(X, y)
@@ -122,8 +140,9 @@ class GramProjector(TransformerMixin, BaseEstimator):
                 {FEATURE_MEAN: ((p,), (width,)), CLASS_MEANS: ((K, p), (K, width)), CLASS_MEDIANS: ((K, p), (K, width))},
             )
         solver, reason = self._choose_solver(data, d)
-        total = self._n_passes(solver, data.in_memory)
-        if solver == "randomized" and group is not None:
+        fold = solver == "randomized" and group is not None and folds_loadings(n, d, self.n_oversamples, data.X.dtype.itemsize)
+        total = self._n_passes(solver, not fold)
+        if fold:
             components, embedding, shift, eigenvalues, kinds = self._fit_randomized_store(data, d, median, group)
         else:
             components, embedding, shift, eigenvalues, kinds = self._fit_with_emit(data, d, median, group, solver, total)
@@ -245,11 +264,11 @@ class GramProjector(TransformerMixin, BaseEstimator):
         """Centroids whose differences lead the components ("mean", "median") or None."""
         return None
 
-    def _n_passes(self, solver: str, in_memory: bool = False) -> int:
-        """Passes over X of one fit: 2 (Gram), n_power_iter + 2 (randomized on a store) or + 3 (randomized in memory)."""
+    def _n_passes(self, solver: str, emit: bool = False) -> int:
+        """Passes over X of one fit: 2 (Gram), n_power_iter + 2 (randomized, loadings from Z) or + 3 (with an emit pass)."""
         if solver == "gram":
             return 2
-        return self.n_power_iter + (3 if in_memory else 2)
+        return self.n_power_iter + (3 if emit else 2)
 
     def _choose_solver(self, data: FitInput, d: int) -> tuple[str, str]:
         if self.solver == "gram":

@@ -11,7 +11,9 @@ and checked on a second run of that grid plus sizes it was not fitted on (``--pa
   Gram product ``n^2 p / GRAM_RATE``, the n x n algebra (centring, eigensolve)
   ``EIGH_COEF * n^3 / GRAM_RATE`` and the emit product ``n d p / EMIT_RATE``;
 - randomized: n_power_iter + 2 passes (sketch, power steps, final; the loadings are then
-  assembled from the model group without reading X), each ``SKETCH_PASS_S_PER_GB`` per GB,
+  assembled from the model group without reading X, unless n is so small that the p x l
+  matrix this needs would outweigh a quarter of X: then one more, emit, pass), each
+  ``SKETCH_PASS_S_PER_GB`` per GB,
   plus their thin products ``2 n l p / SKETCH_RATE`` with l = d + n_oversamples, and the
   generation of the keyed Gaussian test matrix ``p l / RANDOM_RATE``.
 
@@ -46,7 +48,9 @@ def estimate_seconds(n: int, p: int, d: int, n_power_iter: int = 1, n_oversample
     gram = 2 * GRAM_PASS_S_PER_GB * gb + n * n * p / GRAM_RATE + EIGH_COEF * n**3 / GRAM_RATE + n * d * p / EMIT_RATE
     width = min(n, d + n_oversamples)
     sketch_passes = n_power_iter + 2
-    randomized = (sketch_passes * SKETCH_PASS_S_PER_GB * gb + sketch_passes * 2 * n * width * p / SKETCH_RATE
+    emit = 0 if 8 * width <= n * itemsize / 4 else 1  # an emit pass when Z would outweigh a quarter of X (folds_loadings)
+    randomized = ((sketch_passes + emit) * SKETCH_PASS_S_PER_GB * gb + sketch_passes * 2 * n * width * p / SKETCH_RATE
+                  + emit * n * d * p / EMIT_RATE
                   + p * width / RANDOM_RATE)
     return {"gram": gram, "randomized": randomized}
 

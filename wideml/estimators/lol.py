@@ -132,7 +132,8 @@ class PCA(GramProjector):
 
     Notes
     -----
-    ``fit`` makes 2 passes over X; ``transform`` makes 1. ``y`` is accepted
+    ``fit`` makes 2 passes over X with the Gram solver and n_power_iter + 2
+    with the randomized one on a store (+ 3 in memory); ``transform`` makes 1. ``y`` is accepted
     (and used only for ``classes_``) so PCA drops into the same pipelines.
     """
 
@@ -167,7 +168,8 @@ class RRLDA(GramProjector):
 
     Notes
     -----
-    ``fit`` makes 2 passes over X; ``transform`` makes 1.
+    ``fit`` makes 2 passes over X with the Gram solver and n_power_iter + 2
+    with the randomized one on a store (+ 3 in memory); ``transform`` makes 1.
     """
 
     def __init__(self, n_components=None, *, solver="auto", precision="auto", workdir=None,
