@@ -14,10 +14,9 @@ from wideml.algebra.lol import Projection, _check_components
 from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
-from wideml.passes.chunkmath import check_precision, resolve_precision
+from wideml.passes.chunkmath import check_precision, class_medians, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
 from wideml.passes.loadings import LOADINGS, emit_pass, project_pass
-from wideml.passes.chunkmath import class_medians
 from wideml.runtime import compute
 
 SOLVERS = ("auto", "gram", "randomized")
@@ -147,7 +146,6 @@ class GramProjector(TransformerMixin, BaseEstimator):
         else:
             components, embedding, shift, eigenvalues, kinds = self._fit_with_emit(data, d, median, group, solver, total)
         self.classes_ = data.classes
-        self.classes_ = data.classes
         self.train_codes_ = data.codes
         self.n_features_in_ = p
         self.n_components_ = d
@@ -207,6 +205,37 @@ class GramProjector(TransformerMixin, BaseEstimator):
             return components @ Rinv, embedding @ Rinv, shift @ Rinv
         return components, embedding, shift
 
+    def _sketch_passes(self, data: FitInput, d: int, median: bool, group, fold: bool):
+        """The randomized solver's n_power_iter + 2 passes over X.
+
+        Returns (Q, last pass's result, centroid Gram, further sums of the
+        sketch pass). With ``fold`` the sketch pass also accumulates the
+        centroid embedding and the last pass writes Z = M^T Q into ``group``
+        (see :func:`wideml.passes.sketch.sketch_pass`).
+        """
+        from wideml.algebra.randomized import orthonormal_basis
+        from wideml.passes.sketch import sketch_pass
+
+        if not self._supports_randomized():
+            raise WidemlError(f"{self._method_name()} needs solver='gram' (its per-class directions come from the Gram).")
+        n, K = data.n_samples, data.n_classes
+        width = min(n, d - self._n_delta_columns(K, d) + self.n_oversamples)
+        total = self._n_passes("randomized", emit=not fold)
+        name = type(self).__name__
+        kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
+        (first,) = compute(sketch_pass(data.X, data.codes, K, medians=median, out_group=group,
+                                       embed_first=self._first_moment() if fold else None, **kw),
+                           label=f"{name} fit, pass 1/{total}: sketch and class statistics")
+        Y, cg_means, cg_meds, sums = first
+        for i in range(self.n_power_iter + 1):
+            with threadpool_limits(1, user_api="blas"):  # n x l algebra: threads only contend
+                Q = orthonormal_basis(Y)
+            last = i == self.n_power_iter
+            (step,) = compute(sketch_pass(data.X, data.codes, K, Q=Q, final=fold and last, out_group=group if fold and last else None, **kw),
+                              label=f"{name} fit, pass {i + 2}/{total}: {'Rayleigh-Ritz' if last else 'power iteration'}")
+            Y = step[0]
+        return Q, step, cg_meds if median else cg_means, sums
+
     def _fit_randomized_store(self, data: FitInput, d: int, median: bool, group: str):
         """Randomized solver on a store: n_power_iter + 2 passes over X, loadings assembled from the model group.
 
@@ -218,46 +247,24 @@ class GramProjector(TransformerMixin, BaseEstimator):
         import os
         import shutil
 
-        from wideml.algebra.randomized import orthonormal_basis, randomized_coefficients
+        from wideml.algebra.randomized import randomized_coefficients
         from wideml.passes.loadings import assemble_loadings
-        from wideml.passes.sketch import SKETCH_BASIS, sketch_pass
+        from wideml.passes.sketch import SKETCH_BASIS
 
-        if not self._supports_randomized():
-            raise WidemlError(f"{self._method_name()} needs solver='gram' (its per-class directions come from the Gram).")
-        n, p, K = data.n_samples, data.n_features, data.n_classes
-        first_moment = self._first_moment()
-        n_eigen = d - self._n_delta_columns(K, d)
-        width = min(n, n_eigen + self.n_oversamples)
-        total = self._n_passes("randomized", False)
-        name = type(self).__name__
-        kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
-        (first,) = compute(sketch_pass(data.X, data.codes, K, medians=median, out_group=group, embed_first=first_moment, **kw),
-                           label=f"{name} fit, pass 1/{total}: sketch and class statistics")
-        Y, cg_means, cg_meds, sums = first
-        chunk = data.X.chunks[1][0]
         basis_dir = os.path.join(group, SKETCH_BASIS)
         os.makedirs(basis_dir, exist_ok=True)
         try:
-            for i in range(self.n_power_iter + 1):
-                with threadpool_limits(1, user_api="blas"):
-                    Q = orthonormal_basis(Y)
-                last = i == self.n_power_iter
-                (step,) = compute(sketch_pass(data.X, data.codes, K, Q=Q, final=last, out_group=group if last else None, **kw),
-                                  label=f"{name} fit, pass {i + 2}/{total}: {'Rayleigh-Ritz' if last else 'power iteration'}")
-                Y = step[0]
-            XZ, T = Y, step[3]["ZtZ"]
+            _, step, centroid_gram, sums = self._sketch_passes(data, d, median, group, fold=True)
+            XZ, T = step[0], step[3]["ZtZ"]
             with threadpool_limits(1, user_api="blas"):  # l x l algebra: threads only contend
-                E, Ws, kinds, vals = randomized_coefficients(data.codes, K, d, T, first_moment=first_moment,
-                                                             centroid_gram=cg_meds if median else cg_means)
-            self._new_loadings(group, p, d, chunk)
-            assembled = assemble_loadings(group, data.X.chunks[1], CLASS_MEDIANS if median else CLASS_MEANS, basis_dir, E, Ws)
+                E, Ws, kinds, vals = randomized_coefficients(data.codes, data.n_classes, d, T, first_moment=self._first_moment(),
+                                                             centroid_gram=centroid_gram)
+            self._new_loadings(group, data.n_features, d, data.X.chunks[1][0])
+            shift, AtA = assemble_loadings(group, data.X.chunks[1], CLASS_MEDIANS if median else CLASS_MEANS, basis_dir, E, Ws)
         finally:
             shutil.rmtree(basis_dir, ignore_errors=True)
-        shift, AtA = (np.asarray(v, dtype=np.float64) for v in assembled)
         parts = ([sums["XU"] @ E] if E.shape[1] else []) + ([XZ @ Ws] if Ws.shape[1] else [])
-        embedding = np.hstack(parts)
-        components = da.from_zarr(f"{group}/{LOADINGS}")
-        components, embedding, shift = self._maybe_orthogonalize(components, embedding, shift, AtA)
+        components, embedding, shift = self._maybe_orthogonalize(da.from_zarr(f"{group}/{LOADINGS}"), np.hstack(parts), shift, AtA)
         return components, embedding, shift, vals, kinds
 
     def _first_moment(self) -> str | None:
@@ -296,32 +303,10 @@ class GramProjector(TransformerMixin, BaseEstimator):
             return proj, proj.embed(stats.G, P), P
 
     def _fit_randomized(self, data: FitInput, d: int, median: bool, group):
-        from wideml.algebra.randomized import orthonormal_basis
-        from wideml.passes.sketch import sketch_pass
-
-        if not self._supports_randomized():
-            raise WidemlError(f"{self._method_name()} needs solver='gram' (its per-class directions come from the Gram).")
-        n, K = data.n_samples, data.n_classes
-        n_eigen = d - self._n_delta_columns(K, d)
-        width = min(n, n_eigen + self.n_oversamples)
-        total = self._n_passes("randomized", True)
-        name = type(self).__name__
-        kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
-        (first,) = compute(sketch_pass(data.X, data.codes, K, medians=median, out_group=group, **kw),
-                           label=f"{name} fit, pass 1/{total}: sketch and class statistics")
-        Y, cg_means, cg_meds, _ = first
-        with threadpool_limits(1, user_api="blas"):
-            Q = orthonormal_basis(Y)
-        for i in range(self.n_power_iter + 1):
-            last = i == self.n_power_iter
-            (step,) = compute(sketch_pass(data.X, data.codes, K, Q=Q, **kw),
-                              label=f"{name} fit, pass {i + 2}/{total}: {'Rayleigh-Ritz' if last else 'power iteration'}")
-            Z = step[0]
-            if not last:
-                with threadpool_limits(1, user_api="blas"):
-                    Q = orthonormal_basis(Z)
+        """Randomized solver whose loadings then come from an emit pass (in-memory input, or tiny n)."""
+        Q, step, centroid_gram, _ = self._sketch_passes(data, d, median, group, fold=False)
         with threadpool_limits(1, user_api="blas"):  # n x l algebra: threads only contend
-            proj = self._randomized_projection(data.codes, K, d, Q, Z, cg_meds if median else cg_means)
+            proj = self._randomized_projection(data.codes, data.n_classes, d, Q, step[0], centroid_gram)
         return proj, None, None
 
     def _seed(self) -> int:
