@@ -16,7 +16,10 @@ tasks that own their chunk read it into their thread's "read" buffer.
 Rules for callers: a view from :func:`scratch` is valid until the same thread
 asks for scratch of the same slot again, so it must never be returned from a task, stored, or
 held across a call that may itself take scratch. :func:`release` drops every
-buffer (the runtime calls it after each pass), so idle workers hold nothing.
+buffer of this process (the runtime calls it after each pass on the threaded
+scheduler, so idle threads hold nothing). Worker *processes* (the processes
+scheduler, a dask.distributed cluster) keep their buffers, at most one chunk
+per slot per worker thread, until they exit.
 """
 
 from __future__ import annotations

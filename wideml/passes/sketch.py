@@ -151,7 +151,7 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
             Y -= (m - c) @ Z
             extra["ZtZ"] = Z.T @ Z
             if keep:
-                outputs[SKETCH_BASIS] = Z
+                outputs[SKETCH_BASIS] = Z.astype(dt)  # stored in the working dtype: float32 halves the temporary
         else:
             Y -= (Mu @ Z)[rows]
     return (Y, cg_means, cg_meds, None, extra), outputs
