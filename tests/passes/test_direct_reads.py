@@ -87,3 +87,18 @@ def test_read_ahead_hints_are_harmless(tmp_path):
     assert READ_COUNTER[str(store.path)] == before
     block, _ = materialise(stripes[1])
     np.testing.assert_array_equal(block, X[:, 128:256])
+
+
+def test_the_direct_registry_does_not_keep_stores_alive(tmp_path):
+    import gc
+
+    from wideml.storage.reader import DIRECT_READERS
+
+    X, y = _data()
+    write_store(tmp_path / "s.zarr", X, y, feature_chunk=128)
+    store = open_store(tmp_path / "s.zarr")
+    name = store.X.name
+    assert name in DIRECT_READERS
+    del store
+    gc.collect()
+    assert name not in DIRECT_READERS

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from collections import Counter
 from pathlib import Path
 
@@ -25,7 +26,9 @@ _lock = threading.Lock()
 #: full-height chunks (a store's X). A dask array's name identifies its graph, so an
 #: array derived from X (sliced, rechunked, cast) has another name and is not listed.
 #: Passes use it to read chunks inside their own tasks (:func:`wideml.passes.blocks.feature_stripes`).
-DIRECT_READERS: dict = {}
+#: Weak: an entry goes when its store's dask array (which holds the reader) is dropped, so an
+#: HDF5 file is not kept open by the registry.
+DIRECT_READERS: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
 
 
 def _count(path: str) -> None:
