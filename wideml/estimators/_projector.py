@@ -12,6 +12,7 @@ from threadpoolctl import threadpool_limits
 
 from wideml.algebra.lol import Projection, _check_components
 from wideml.estimators._input import FitInput, fit_input, predict_input
+from wideml.estimators._solver import folds_loadings
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
 from wideml.passes.chunkmath import check_precision, class_medians, resolve_precision
@@ -25,18 +26,6 @@ SOLVERS = ("auto", "gram", "randomized")
 #: Below this many samples the n x n algebra runs on one BLAS thread: OpenBLAS threads on small
 #: matrices gain little and, on a busy machine, spin against other work (measured up to 30x slower).
 SMALL_ALGEBRA_N = 1500
-
-
-def folds_loadings(n_samples: int, n_components: int, n_oversamples: int, itemsize: int) -> bool:
-    """Whether the randomized solver assembles its loadings from Z = X_c^T Q (p x l, float64) instead of an emit pass.
-
-    Writing and reading Z back costs 2 x 8 l bytes per feature; an emit pass
-    reads n x itemsize bytes per feature and multiplies them. Z is used when it
-    is at most a quarter of X (8 l <= n itemsize / 4): for n = 2000 float32
-    samples and l = 60 it is 6% of X; for n = 16 it would be twice X.
-    """
-    width = min(n_samples, n_components + n_oversamples)
-    return 8 * width <= n_samples * itemsize / 4
 
 
 def small_algebra_threads(n: int):

@@ -42,13 +42,25 @@ EIGH_COEF = 23.7
 GRAM_COPIES = 6
 
 
+def folds_loadings(n_samples: int, n_components: int, n_oversamples: int, itemsize: int) -> bool:
+    """Whether the randomized solver assembles its loadings from Z = X_c^T Q (p x l, float64) instead of an emit pass.
+
+    Writing and reading Z back costs 2 x 8 l bytes per feature; an emit pass
+    reads n x itemsize bytes per feature and multiplies them. Z is used when it
+    is at most a quarter of X (8 l <= n itemsize / 4): for n = 2000 float32
+    samples and l = 60 it is 6% of X; for n = 16 it would be twice X.
+    """
+    width = min(n_samples, n_components + n_oversamples)
+    return 8 * width <= n_samples * itemsize / 4
+
+
 def estimate_seconds(n: int, p: int, d: int, n_power_iter: int = 1, n_oversamples: int = 10, itemsize: int = 4) -> dict[str, float]:
     """Estimated fit time of both solvers (emit pass included)."""
     gb = n * p * itemsize / 1e9
     gram = 2 * GRAM_PASS_S_PER_GB * gb + n * n * p / GRAM_RATE + EIGH_COEF * n**3 / GRAM_RATE + n * d * p / EMIT_RATE
     width = min(n, d + n_oversamples)
     sketch_passes = n_power_iter + 2
-    emit = 0 if 8 * width <= n * itemsize / 4 else 1  # an emit pass when Z would outweigh a quarter of X (folds_loadings)
+    emit = 0 if folds_loadings(n, d, n_oversamples, itemsize) else 1  # an emit pass when Z would outweigh a quarter of X
     randomized = ((sketch_passes + emit) * SKETCH_PASS_S_PER_GB * gb + sketch_passes * 2 * n * width * p / SKETCH_RATE
                   + emit * n * d * p / EMIT_RATE
                   + p * width / RANDOM_RATE)
