@@ -99,22 +99,10 @@ class ZarrReader:
         The result may be a view of that buffer.
         """
         if self._raw is not None:
-            (r0, r1, _), (c0, c1, _) = rows.indices(self.shape[0]), cols.indices(self.shape[1])
-            cr, cc = self.chunks
-            dtype, _ = self._raw
-            if r0 % cr == 0 and c0 % cc == 0 and r1 - r0 <= cr and c1 - c0 <= cc and (r1 - r0 == cr or r1 == self.shape[0]) \
-                    and (c1 - c0 == cc or c1 == self.shape[1]):
-                fname = os.path.join(self.path, self.name, "c", str(r0 // cr), str(c0 // cc))
-                buf = alloc((cr, cc), dtype)
-                try:
-                    with open(fname, "rb", buffering=0) as f:
-                        got = f.readinto(memoryview(buf).cast("B"))
-                except FileNotFoundError:
-                    got = -1
-                if got == buf.nbytes:
-                    _count(self.path)
-                    view = buf[: r1 - r0, : c1 - c0]
-                    return view if dtype == self.dtype else view.astype(self.dtype)
+            block = self._read_raw(rows, cols, alloc)
+            if block is not None:
+                _count(self.path)
+                return block
         return self[rows, cols]
 
     def hint(self, cols: slice) -> None:
@@ -141,7 +129,7 @@ class ZarrReader:
                 finally:
                     os.close(fd)
 
-    def _read_raw(self, rows: slice, cols: slice):
+    def _read_raw(self, rows: slice, cols: slice, alloc=None):
         (r0, r1, _), (c0, c1, _) = rows.indices(self.shape[0]), cols.indices(self.shape[1])
         cr, cc = self.chunks
         if r0 % cr or c0 % cc or (r1 % cr and r1 != self.shape[0]) or (c1 % cc and c1 != self.shape[1]):
@@ -150,7 +138,13 @@ class ZarrReader:
         if (r1 - r0 <= cr) and (c1 - c0 <= cc):  # exactly one stored chunk: no extra copy
             fname = os.path.join(self.path, self.name, "c", str(r0 // cr), str(c0 // cc))
             try:
-                chunk = np.fromfile(fname, dtype=dtype).reshape(cr, cc)
+                if alloc is None:
+                    chunk = np.fromfile(fname, dtype=dtype).reshape(cr, cc)
+                else:  # into the caller's buffer (see read_into)
+                    chunk = alloc((cr, cc), dtype)
+                    with open(fname, "rb", buffering=0) as f:
+                        if f.readinto(memoryview(chunk).cast("B")) != chunk.nbytes:
+                            return None
             except FileNotFoundError:
                 return np.full((r1 - r0, c1 - c0), fill, dtype=self.dtype)
             except ValueError:
