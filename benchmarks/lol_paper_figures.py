@@ -10,8 +10,9 @@ at d_max and every d <= d_max is read off as a prefix (the nested property), and
 classifier is trained on the training embedding and scored on the test embedding.
 
 The paper's qualitative claims are checked in code and written into the JSON:
-- Trunk: LOL's error <= PCA's at every d (also shown for LOL with class means, a diagnostic
-  of what the robust first moment costs); rrLDA near chance;
+- Trunk: LOL's error <= PCA's at every d, for Figure 2's LOL (class means: the paper adopts
+  the median first moment only after Figure 2), and for the default LOL (class medians) at
+  Figure 2's d = 3 (at every d as a diagnostic); rrLDA near chance;
 - Cross: QOQ (+QDA) is best;
 - Robust: the robust variant (RLOL) is best.
 
@@ -99,17 +100,28 @@ def run_setting(setting: str, p: int, d_max: int, n_train: int, n_test: int, rep
 
 
 def checks(res: dict) -> dict:
+    """The paper's qualitative claims, as booleans (plus the margins behind them).
+
+    Figure 2 comes before the paper switches to the robust first moment ("Hereafter, LOL will
+    refer to the version of LOL with a robust estimate of the first moment", in the Figure 3
+    discussion), so Figure 2's LOL uses class means: its Trunk claim is checked on
+    ``LOL (means)`` at every d, and on the default (medians) LOL at the figure's own d = 3 and,
+    as a diagnostic, at every d.
+    """
     out = {}
     t = res["trunk"]["mean_error"]
-    diff = np.array(t["LOL"]) - np.array(t["PCA"])
-    out["trunk: LOL <= PCA at every d"] = bool(np.all(diff <= 0))
-    out["trunk: max(LOL - PCA) over d"] = float(diff.max())
-    se = np.hypot(res["trunk"]["se_error"]["LOL"], res["trunk"]["se_error"]["PCA"])
-    out["trunk: LOL <= PCA + 2 standard errors at every d"] = bool(np.all(diff <= 2 * se))
+    dims = res["trunk"]["dims"]
+    pca = np.array(t["PCA"])
     if "LOL (means)" in t:
-        diff_means = np.array(t["LOL (means)"]) - np.array(t["PCA"])
-        out["trunk: LOL with class means <= PCA at every d"] = bool(np.all(diff_means <= 0))
+        diff_means = np.array(t["LOL (means)"]) - pca
+        out["trunk (Fig. 2's LOL, class means): LOL <= PCA at every d"] = bool(np.all(diff_means <= 0))
         out["trunk: max(LOL with class means - PCA) over d"] = float(diff_means.max())
+    diff = np.array(t["LOL"]) - pca
+    out["trunk: default LOL (medians) <= PCA at d = 3 (Fig. 2's dimension)"] = bool(diff[dims.index(3)] <= 0)
+    out["trunk (diagnostic): default LOL (medians) <= PCA at every d"] = bool(np.all(diff <= 0))
+    out["trunk: max(default LOL - PCA) over d"] = float(diff.max())
+    se = np.hypot(res["trunk"]["se_error"]["LOL"], res["trunk"]["se_error"]["PCA"])
+    out["trunk: default LOL <= PCA + 2 standard errors at every d"] = bool(np.all(diff <= 2 * se))
     out["trunk: rrLDA near chance (mean error >= 0.4)"] = bool(np.mean(t["rrLDA"]) >= 0.4)
     c = res["cross"]["mean_error"]
     best = {m: min(v) for m, v in c.items()}
@@ -143,6 +155,8 @@ def plot(res: dict, path) -> None:
             (line,) = ax.plot(r["dims"], e, marker="o", ms=2.5, label=m, color=COLORS.get(m))
             ax.fill_between(r["dims"], e - se, e + se, color=line.get_color(), alpha=0.15)
         ax.axhline(r["chance"], ls="--", c="grey", lw=1, label="chance")
+        if name in dict(FIG2):  # the paper's Figure 2 shows d = 3 only
+            ax.axvline(3, ls=":", c="black", lw=1, label="paper's d = 3")
         ax.set_title(f"{name} (p={r['p']}, n={r['n_train']})")
         ax.set_xlabel("embedding dimension d")
         ax.set_ylabel("test error")

@@ -171,6 +171,80 @@ def tree_reduce(parts: Sequence[Any], combine: Callable[..., Any], width: int | 
     return level[0]
 
 
+def parallel_slots() -> int:
+    """How many tasks the active scheduler runs at once.
+
+    The threaded scheduler's thread count (config ``threads``), the workers'
+    threads of a dask.distributed client, the cores for the process pool,
+    and 1 for the synchronous scheduler.
+    """
+    import os
+
+    from wideml.runtime.scheduler import active_client
+
+    client = active_client()
+    if client is not None:
+        try:
+            return max(1, sum(client.nthreads().values()))
+        except Exception:  # a client that cannot answer (closing): one lane per core is a safe guess
+            return os.cpu_count() or 1
+    scheduler = dask.config.get("scheduler", "threads")
+    if scheduler in ("sync", "synchronous", "single-threaded"):
+        return 1
+    if scheduler in ("threads", "threading", None):
+        from wideml.runtime.config import thread_count
+
+        return thread_count()
+    return os.cpu_count() or 1
+
+
+def _fold_step(acc: Any, add_into: Callable[[Any, Any], Any], fn: Callable[..., Any], *args: Any) -> Any:
+    part = fn(*args)
+    return part if acc is None else add_into(acc, part)
+
+
+def fold_in_lanes(fn: Callable[..., Any], arg_lists: Sequence[tuple], add_into: Callable[[Any, Any], Any],
+                  combine: Callable[..., Any], lanes: int | None = None) -> Any:
+    """Sum ``fn(*args)`` over ``arg_lists`` in a few sequential lanes, each adding into its own accumulator.
+
+    Chunk ``i`` goes to lane ``i % lanes``; a lane is a chain of tasks, each
+    computing one chunk's partial result and adding it into the lane's
+    accumulator (``add_into(acc, part)``, in place), so a lane holds one
+    accumulator and one partial at a time. With as many lanes as the
+    scheduler runs tasks at once (:func:`parallel_slots`) every core stays busy
+    and the number of live partial sums is fixed: unlike independent chunk
+    tasks reduced in a tree, nothing can pile up when chunk tasks run ahead
+    of the reduction, so peak memory does not grow with the number of chunks.
+    The lanes' accumulators are then summed with ``combine``.
+
+    Parameters
+    ----------
+    fn : callable
+        Computes one chunk's partial result from one entry of ``arg_lists``;
+        the result must be a fresh object (the lane adds into it in place).
+    arg_lists : sequence of tuple
+        Arguments of ``fn`` for each chunk (delayed objects allowed).
+    add_into : callable
+        ``add_into(acc, part)`` adds ``part`` into ``acc`` and returns it.
+    combine : callable
+        ``combine(*accs)`` sums lane accumulators (as for :func:`tree_reduce`).
+    lanes : int, optional
+        Default :func:`parallel_slots`.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+    """
+    if not arg_lists:
+        raise ValueError("nothing to reduce")
+    lanes = max(1, min(int(lanes or parallel_slots()), len(arg_lists)))
+    step = dask.delayed(_fold_step, pure=True)
+    accs: list[Any] = [None] * lanes
+    for i, args in enumerate(arg_lists):
+        accs[i % lanes] = step(accs[i % lanes], add_into, fn, *args)
+    return tree_reduce(accs, combine) if lanes > 1 else accs[0]
+
+
 def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
     """View numpy, dask, zarr or h5py input (or a FeatureStore) as a feature-chunked dask array.
 
@@ -207,4 +281,4 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
 
 
 
-__all__ = ["NonFiniteError", "as_dask_array", "check_finite", "feature_stripes", "tree_reduce"]
+__all__ = ["NonFiniteError", "as_dask_array", "check_finite", "feature_stripes", "fold_in_lanes", "parallel_slots", "tree_reduce"]

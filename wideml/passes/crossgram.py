@@ -16,7 +16,8 @@ aligned pair of stripes contributes, in float64:
 
 With ``ref_rows`` only those rows of the reference enter (landmarks for a
 Nystrom approximation: the cross-Gram is then m x n_landmarks, and the whole
-fit never forms an n x n matrix). Partial sums are reduced in a bounded tree.
+fit never forms an n x n matrix). Partial sums are added in place into a few sequential lanes' accumulators
+(:func:`wideml.passes.blocks.fold_in_lanes`), so memory does not grow with p.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 
 from wideml.algebra.kernels import cross_sq_distances
 from wideml.exceptions import WidemlError
-from wideml.passes.blocks import check_finite, feature_stripes, tree_reduce
+from wideml.passes.blocks import check_finite, feature_stripes, fold_in_lanes
 
 
 @dataclass
@@ -89,6 +90,18 @@ def _combine(*parts):
     return tuple(out)
 
 
+def _add_into(acc, part):
+    """Add one stripe pair's sums into a lane's accumulator (its arrays in place)."""
+    out = []
+    for a, v in zip(acc, part):
+        if isinstance(a, np.ndarray):
+            a += v
+            out.append(a)
+        else:
+            out.append(a + v)
+    return tuple(out)
+
+
 def _finish(total, n_features):
     C, r_new, r_ref, s, sq_new, sq_ref = total
     return CrossStats(C=C, r_new=r_new, r_ref=r_ref, s=float(s), sq_new=sq_new, sq_ref=sq_ref, n_features=n_features)
@@ -135,9 +148,8 @@ def cross_gram_pass(X_new: da.Array, X_ref: da.Array, ref_rows: np.ndarray | Non
             raise WidemlError(f"landmark indices must lie in 0..{X_ref.shape[0] - 1} and not be empty; pass valid row indices.")
     new_stripes, offsets = feature_stripes(X_new)
     ref_stripes, _ = feature_stripes(X_ref)
-    task = dask.delayed(_pair_stats, pure=True)
-    parts = [task(a, b, int(o), ref_rows) for a, b, o in zip(new_stripes, ref_stripes, offsets)]
-    total = tree_reduce(parts, _combine)
+    args = [(a, b, int(o), ref_rows) for a, b, o in zip(new_stripes, ref_stripes, offsets)]
+    total = fold_in_lanes(_pair_stats, args, _add_into, _combine)
     return dask.delayed(_finish, pure=True)(total, int(X_ref.shape[1]))
 
 

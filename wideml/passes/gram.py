@@ -16,8 +16,10 @@ and every sum across chunks in float64:
 - the chunk's p-sized outputs (feature means, class means, class medians),
   written chunk-aligned into a zarr group when one is given.
 
-Partial results are summed in a bounded tree, so at most a few n x n
-matrices are alive per worker whatever p is.
+Chunks are summed in a few sequential lanes (one per task the scheduler runs
+at once), each adding into its own n x n accumulator in place
+(:func:`wideml.passes.blocks.fold_in_lanes`), so the number of n x n matrices
+alive is fixed whatever p is.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, sub_stripe_width, tree_reduce
+from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, sub_stripe_width
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, work_dtype
 
 #: Names of the p-sized arrays the pass writes into a model group.
@@ -220,11 +222,23 @@ def gram_pass(
     for idx in median_subsets:
         idx = np.asarray(idx, dtype=np.int64)
         sets.append((idx, codes[idx], len(idx) == n and np.array_equal(idx, np.arange(n))))
-    task = dask.delayed(_chunk_stats, pure=True)
     width = sub_stripe_width(n, copies=4 + len(sets))
-    parts = [task(s, int(o), codes, n_classes, sets, precision, out_group, width) for s, o in zip(stripes, offsets)]
-    total = tree_reduce(parts, _combine)
+    args = [(s, int(o), codes, n_classes, sets, precision, out_group, width) for s, o in zip(stripes, offsets)]
+    total = fold_in_lanes(_chunk_stats, args, _add_into, _combine)
     return dask.delayed(_finish, pure=True)(total, int(X.shape[1]))
+
+
+def _add_into(acc, part):
+    """Add one chunk's partial sums into a lane's accumulator ``acc`` (in place; see :func:`fold_in_lanes`)."""
+    if acc[4] is not None or part[4] is not None:
+        return None, None, 0.0, [], min(b for b in (acc[4], part[4]) if b is not None)
+    G, r, s, meds, _ = acc
+    G += part[0]
+    r += part[1]
+    for (P, Q), (Pp, Qp) in zip(meds, part[3]):
+        P += Pp
+        Q += Qp
+    return G, r, s + part[2], meds, None
 
 
 def _finish(total, n_features):
