@@ -249,7 +249,8 @@ class GramProjector(TransformerMixin, BaseEstimator):
                 E, Ws, kinds, vals = randomized_coefficients(data.codes, data.n_classes, d, T, first_moment=self._first_moment(),
                                                              centroid_gram=centroid_gram)
             self._new_loadings(group, data.n_features, d, data.X.chunks[1][0])
-            shift, AtA = assemble_loadings(group, data.X.chunks[1], CLASS_MEDIANS if median else CLASS_MEANS, basis_dir, E, Ws)
+            ((shift, AtA),) = compute(assemble_loadings(group, data.X.chunks[1], CLASS_MEDIANS if median else CLASS_MEANS, basis_dir, E, Ws),
+                                      label=f"{type(self).__name__} fit: loadings from the model group (no pass over X)")
         finally:
             shutil.rmtree(basis_dir, ignore_errors=True)
         parts = ([sums["XU"] @ E] if E.shape[1] else []) + ([XZ @ Ws] if Ws.shape[1] else [])

@@ -171,6 +171,16 @@ def tree_reduce(parts: Sequence[Any], combine: Callable[..., Any], width: int | 
     return level[0]
 
 
+def shared(value: Any) -> Any:
+    """``value`` as one graph node that every chunk task refers to by key.
+
+    Passing an array straight to each of a pass's chunk tasks makes dask hash
+    it once per task (and a distributed scheduler ship it once per task);
+    wrapped once, it is hashed and sent once.
+    """
+    return dask.delayed(value, pure=True, traverse=False)
+
+
 def parallel_slots() -> int:
     """How many tasks the active scheduler runs at once.
 
@@ -281,4 +291,4 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
 
 
 
-__all__ = ["NonFiniteError", "as_dask_array", "check_finite", "feature_stripes", "fold_in_lanes", "parallel_slots", "tree_reduce"]
+__all__ = ["NonFiniteError", "as_dask_array", "check_finite", "feature_stripes", "fold_in_lanes", "parallel_slots", "shared", "tree_reduce"]

@@ -31,7 +31,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, sub_stripe_width
+from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, sub_stripe_width
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, work_dtype
 
 #: Names of the p-sized arrays the pass writes into a model group.
@@ -223,7 +223,8 @@ def gram_pass(
         idx = np.asarray(idx, dtype=np.int64)
         sets.append((idx, codes[idx], len(idx) == n and np.array_equal(idx, np.arange(n))))
     width = sub_stripe_width(n, copies=4 + len(sets))
-    args = [(s, int(o), codes, n_classes, sets, precision, out_group, width) for s, o in zip(stripes, offsets)]
+    codes_d, sets_d = shared(codes), shared(sets)
+    args = [(s, int(o), codes_d, n_classes, sets_d, precision, out_group, width) for s, o in zip(stripes, offsets)]
     total = fold_in_lanes(_chunk_stats, args, _add_into, _combine)
     return dask.delayed(_finish, pure=True)(total, int(X.shape[1]))
 

@@ -24,7 +24,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, tree_reduce
+from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
 from wideml.passes.keyed_random import sparse_sign_rows
@@ -146,7 +146,8 @@ def lfl_fit_pass(X: da.Array, codes, n_classes: int, *, n_random: int, seed: int
     work_dtype(X.dtype, precision)  # validate early
     stripes, offsets = feature_stripes(X, direct=True)
     task = dask.delayed(_lfl_fit_chunk, pure=True)
-    parts = [task(s, int(o), codes, n_classes, robust, seed, n_random, density, out_group, precision) for s, o in zip(stripes, offsets)]
+    codes_d = shared(codes)
+    parts = [task(s, int(o), codes_d, n_classes, robust, seed, n_random, density, out_group, precision) for s, o in zip(stripes, offsets)]
     total = tree_reduce(parts, _combine) if len(parts) > 1 else dask.delayed(_combine, pure=True)(parts[0])
 
     def finish(total, *chunks):

@@ -14,7 +14,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, tree_reduce
+from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, work_dtype
 
 LOADINGS = "loadings"
@@ -92,7 +92,8 @@ def emit_pass(
     keep = group_path is None
     med_blocks = _aligned_blocks(medians, X.chunks[1], offsets, axis=1) if Dm is not None else [None] * len(stripes)
     task = dask.delayed(_emit_chunk, pure=True)
-    parts = [task(s, int(o), B, Dm, mb, group_path, keep, with_embedding, precision) for s, o, mb in zip(stripes, offsets, med_blocks)]
+    B_d, Dm_d = shared(B), shared(Dm)
+    parts = [task(s, int(o), B_d, Dm_d, mb, group_path, keep, with_embedding, precision) for s, o, mb in zip(stripes, offsets, med_blocks)]
     total = tree_reduce(parts, _sum_shift) if len(parts) > 1 else dask.delayed(_sum_shift, pure=True)(parts[0])
     if keep:
         return dask.delayed(lambda t, *blocks: (t[0], np.vstack([b[1] for b in blocks]), t[2], t[3]), pure=True)(total, *parts)
@@ -100,17 +101,18 @@ def emit_pass(
 
 
 #: Features per block when the loadings are assembled from the model group.
-ASSEMBLE_BLOCK = 65_536
+ASSEMBLE_BLOCK = 16_384
 
 
-def assemble_loadings(group_path: str, widths, centroids: str, basis_dir: str, E: np.ndarray, Ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Write the loadings A = [C^T E, Z Ws] into ``group_path`` from p-sized arrays alone (**no pass** over X).
+def assemble_loadings(group_path: str, widths, centroids: str, basis_dir: str, E: np.ndarray, Ws: np.ndarray):
+    """Lazy graph writing the loadings A = [C^T E, Z Ws] into ``group_path`` from p-sized arrays alone (**no pass** over X).
 
     After the randomized solver's final pass, the model group holds the class
     centroids C (K x p) and the feature means m (p,), and ``basis_dir`` one
     ``<offset>.npy`` file per feature chunk with its rows of Z = M^T Q (p_j x l).
     The loadings are assembled in blocks of about :data:`ASSEMBLE_BLOCK`
-    features (whole chunks), so memory does not grow with p.
+    features (whole chunks), one task per block, so memory does not grow with
+    p and the blocks run in parallel.
 
     Parameters
     ----------
@@ -130,39 +132,46 @@ def assemble_loadings(group_path: str, widths, centroids: str, basis_dir: str, E
 
     Returns
     -------
-    shift : ndarray of shape (d,)
-        m^T A.
-    AtA : ndarray of shape (d, d)
+    dask.delayed.Delayed
+        Computes to (shift, AtA): shift = m^T A, shape (d,), and A^T A, shape (d, d).
     """
+    bounds = np.concatenate([[0], np.cumsum(widths)]).astype(int)
+    task = dask.delayed(_assemble_block, pure=True)
+    E_d, Ws_d = shared(E), shared(Ws)
+    parts, start = [], 0
+    while start < len(widths):
+        stop = start + 1
+        while stop < len(widths) and bounds[stop + 1] - bounds[start] <= ASSEMBLE_BLOCK:
+            stop += 1
+        parts.append(task(group_path, centroids, basis_dir, bounds[start : stop + 1].tolist(), E_d, Ws_d))
+        start = stop
+    return tree_reduce(parts, _add_pairs) if len(parts) > 1 else parts[0]
+
+
+def _assemble_block(group_path: str, centroids: str, basis_dir: str, bounds: list, E: np.ndarray, Ws: np.ndarray):
+    """Loadings of the features ``bounds[0]:bounds[-1]`` (whole chunks), written in place; returns (m^T A, A^T A) of the block."""
     import zarr
 
     from wideml.passes.gram import FEATURE_MEAN
     from wideml.storage.rawchunks import write_aligned
 
-    group = zarr.open_group(group_path, mode="r+")
-    cent_arr, mean_arr, out = group[centroids], group[FEATURE_MEAN], group[LOADINGS]
+    a, b = int(bounds[0]), int(bounds[-1])
     d = E.shape[1] + Ws.shape[1]
-    shift, AtA = np.zeros(d), np.zeros((d, d))
-    bounds = np.concatenate([[0], np.cumsum(widths)]).astype(int)
-    start = 0
-    while start < len(widths):
-        stop = start + 1
-        while stop < len(widths) and bounds[stop + 1] - bounds[start] <= ASSEMBLE_BLOCK:
-            stop += 1
-        a, b = int(bounds[start]), int(bounds[stop])
-        A = np.empty((b - a, d))
-        if E.shape[1]:
-            A[:, : E.shape[1]] = np.asarray(cent_arr[:, a:b], dtype=np.float64).T @ E
-        if Ws.shape[1]:
-            for lo, hi in zip(bounds[start:stop], bounds[start + 1 : stop + 1]):
-                Z = np.load(f"{basis_dir}/{int(lo)}.npy", allow_pickle=False)
-                np.matmul(Z, Ws, out=A[lo - a : hi - a, E.shape[1] :])
-        if not write_aligned(f"{group_path}/{LOADINGS}", A, a, axis=0):
-            out[a:b, :] = A
-        shift += np.asarray(mean_arr[a:b], dtype=np.float64) @ A
-        AtA += A.T @ A
-        start = stop
-    return shift, AtA
+    group = zarr.open_group(group_path, mode="r+")
+    A = np.empty((b - a, d))
+    if E.shape[1]:
+        A[:, : E.shape[1]] = np.asarray(group[centroids][:, a:b], dtype=np.float64).T @ E
+    if Ws.shape[1]:
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            Z = np.load(f"{basis_dir}/{int(lo)}.npy", allow_pickle=False)
+            np.matmul(Z, Ws, out=A[lo - a : hi - a, E.shape[1] :])
+    if not write_aligned(f"{group_path}/{LOADINGS}", A, a, axis=0):
+        group[LOADINGS][a:b, :] = A
+    return np.asarray(group[FEATURE_MEAN][a:b], dtype=np.float64) @ A, A.T @ A
+
+
+def _add_pairs(*parts):
+    return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
 
 def _aligned_blocks(A, widths, offsets, axis: int) -> list:

@@ -39,7 +39,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, sub_stripe_width, tree_reduce
+from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, sub_stripe_width, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, one_hot, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
 from wideml.passes.keyed_random import gaussian_rows
@@ -256,6 +256,7 @@ def sketch_pass(
     width = sub_stripe_width(X.shape[0], copies=2 + (1 if medians else 0))
     if embed_first not in (None, "mean", "median") or (embed_first == "median" and not medians):
         raise ValueError("embed_first must be None, 'mean', or 'median' (which needs medians=True)")
-    parts = [task(s, int(o), codes, n_classes, centring, seed, n_cols, Q, medians, out_group, width, precision, final, embed_first)
+    codes_d, Q_d = shared(codes), shared(Q)
+    parts = [task(s, int(o), codes_d, n_classes, centring, seed, n_cols, Q_d, medians, out_group, width, precision, final, embed_first)
              for s, o in zip(stripes, offsets)]
     return dask.delayed(_finish, pure=True)(tree_reduce(parts, _combine))
