@@ -47,3 +47,25 @@ def test_work_dtype():
     assert work_dtype(np.float32, "float64") == np.float64
     with pytest.raises(ValueError, match="precision"):
         work_dtype(np.float32, "half")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_means_from_class_sums_match_the_centred_mean(dtype):
+    """centre(mean=False) skips the mean sweep; the class sums give the same feature means."""
+    from wideml.passes.chunkmath import class_sums, means_from_class_sums
+
+    rng = np.random.default_rng(3)
+    X = (rng.standard_normal((301, 57)) * 0.01 + 1e3 * rng.standard_normal(57)).astype(dtype)
+    codes = rng.integers(0, 4, 301)
+    x_full, m_full, c_full, _ = centre(X.copy(), 0, np.dtype(dtype))
+    x, m, c, bad = centre(X.copy(), 0, np.dtype(dtype), mean=False)
+    assert bad is None
+    np.testing.assert_array_equal(x, x_full)
+    np.testing.assert_array_equal(c, c_full)
+    if dtype == np.float32:
+        assert m is None
+    m_sums = means_from_class_sums(c, class_sums(x, codes, 4), X.shape[0])
+    exact = X.astype(np.float64).mean(axis=0)
+    # both are the float32-rounded centring vector plus a float32 mean of the centred (spread ~1e-2) data
+    np.testing.assert_allclose(m_sums, exact, rtol=0, atol=1e-6 if dtype == np.float32 else 1e-10)
+    np.testing.assert_allclose(m_sums, m_full, rtol=0, atol=1e-6 if dtype == np.float32 else 1e-10)

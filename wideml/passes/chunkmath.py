@@ -83,7 +83,7 @@ def resolve_precision(precision: str, dtype) -> str:
     return work_dtype(dtype, precision).name
 
 
-def centre(block: np.ndarray, offset: int, dt, *, reuse: bool = False, inplace: bool = False) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, tuple | None]:
+def centre(block: np.ndarray, offset: int, dt, *, reuse: bool = False, inplace: bool = False, mean: bool = True) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, tuple | None]:
     """Centre a chunk by its feature means, checking for NaN/inf on the way.
 
     Parameters
@@ -102,6 +102,11 @@ def centre(block: np.ndarray, offset: int, dt, *, reuse: bool = False, inplace: 
         chunks the caller owns, see :func:`wideml.passes.blocks.materialise`):
         no chunk-sized write to other memory, about 5x cheaper than ``reuse``
         on two cores. ``block`` holds the centred values afterwards.
+    mean : bool, default True
+        Return the feature means ``m``. Callers that do not need them, or
+        that get them from class sums they compute anyway (``m = c + sum of
+        the class sums of x / n``), pass False and save a sweep over the
+        float32 chunk; ``m`` is then None.
 
     Returns
     -------
@@ -127,7 +132,7 @@ def centre(block: np.ndarray, offset: int, dt, *, reuse: bool = False, inplace: 
     the float64 mean directly.
     """
     if block.dtype == np.float32 and dt == np.float32 and block.shape[0] > 0:
-        found = _centre_float32(block, offset, reuse, inplace)
+        found = _centre_float32(block, offset, reuse, inplace, mean)
         if found is not None:
             return found
     m = block.mean(axis=0, dtype=np.float64)
@@ -141,7 +146,7 @@ def centre(block: np.ndarray, offset: int, dt, *, reuse: bool = False, inplace: 
     return x, m, c_dt.astype(np.float64), None
 
 
-def _centre_float32(block: np.ndarray, offset: int, reuse: bool, inplace: bool):
+def _centre_float32(block: np.ndarray, offset: int, reuse: bool, inplace: bool, mean: bool = True):
     """The float32 fast path of :func:`centre`; None when the float32 sums overflow (the caller falls back)."""
     n = block.shape[0]
     c = float32_centring_vector(block)
@@ -153,7 +158,7 @@ def _centre_float32(block: np.ndarray, offset: int, reuse: bool, inplace: bool):
     x = block if inplace and block.flags.writeable else _new_or_scratch(block.shape, np.float32, reuse)
     np.subtract(block, c, out=x)
     c64 = c.astype(np.float64)
-    m = c64 + as_float64(np.full(n, 1.0 / n, dtype=np.float32) @ x)
+    m = c64 + as_float64(np.full(n, 1.0 / n, dtype=np.float32) @ x) if mean else None
     return x, m, c64, None
 
 
@@ -195,6 +200,11 @@ def one_hot(codes: np.ndarray, n_classes: int, dtype=np.float64) -> np.ndarray:
 def class_sums(x: np.ndarray, codes: np.ndarray, n_classes: int) -> np.ndarray:
     """Per-class column sums (n_classes, p_j) of x, as one (K x n)(n x p_j) product, returned in float64."""
     return (one_hot(codes, n_classes, x.dtype).T @ x).astype(np.float64, copy=False)
+
+
+def means_from_class_sums(c: np.ndarray, sums: np.ndarray, n_rows: int) -> np.ndarray:
+    """Feature means (p_j,) of a chunk centred by ``c``, from its class sums (K, p_j): c + (sum over classes) / n."""
+    return c + sums.sum(axis=0) / n_rows
 
 
 def class_medians(block: np.ndarray, codes: np.ndarray, n_classes: int, rows: np.ndarray | None = None) -> np.ndarray:
@@ -254,4 +264,4 @@ def as_float64(a: np.ndarray) -> np.ndarray:
     return np.asarray(a).astype(np.float64, copy=False)
 
 
-__all__ = ["PRECISIONS", "as_float64", "centre", "check_precision", "float32_centring_vector", "class_medians", "class_sums", "one_hot", "resolve_precision", "work_dtype"]
+__all__ = ["PRECISIONS", "as_float64", "centre", "means_from_class_sums", "check_precision", "float32_centring_vector", "class_medians", "class_sums", "one_hot", "resolve_precision", "work_dtype"]

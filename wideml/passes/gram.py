@@ -32,7 +32,7 @@ import dask.array as da
 import numpy as np
 
 from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, sub_stripe_width
-from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, work_dtype
+from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
 
 #: Names of the p-sized arrays the pass writes into a model group.
 FEATURE_MEAN = "feature_mean"
@@ -131,7 +131,7 @@ def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep, owned=
     """
     outputs = {}
     raw_medians = [class_medians(block, sub_codes, n_classes, rows=None if is_full else idx) for idx, sub_codes, is_full in median_sets]
-    x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned)
+    x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=False)
     if bad is not None:
         return (None, None, 0.0, [], bad), outputs
     medians = []
@@ -141,8 +141,9 @@ def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep, owned=
             outputs[CLASS_MEDIANS] = M
     if keep:
         counts = np.bincount(codes, minlength=n_classes)
-        outputs[CLASS_MEANS] = c + class_sums(x, codes, n_classes) / np.maximum(counts, 1)[:, None]
-        outputs[FEATURE_MEAN] = m
+        S = class_sums(x, codes, n_classes)
+        outputs[CLASS_MEANS] = c + S / np.maximum(counts, 1)[:, None]
+        outputs[FEATURE_MEAN] = m if m is not None else means_from_class_sums(c, S, x.shape[0])
     G = as_float64(x @ x.T)  # SYRK in dt; summed across chunks in float64
     r = as_float64(x @ c.astype(dt))
     s = float(c @ c)

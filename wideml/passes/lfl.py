@@ -25,7 +25,7 @@ import dask.array as da
 import numpy as np
 
 from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, tree_reduce
-from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, work_dtype
+from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
 from wideml.passes.keyed_random import sparse_sign_rows
 
@@ -76,11 +76,14 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
     block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
     medians = class_medians(block, codes, n_classes) if robust else None  # before an owned block is centred in place
-    x, m, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned)
+    x, m, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned, mean=False)
     if bad is not None:
         return None, bad
     counts = np.bincount(codes, minlength=n_classes)
-    means = c + class_sums(x, codes, n_classes) / np.maximum(counts, 1)[:, None]
+    S = class_sums(x, codes, n_classes)
+    means = c + S / np.maximum(counts, 1)[:, None]
+    if m is None:  # from the class sums: no extra sweep over the chunk
+        m = means_from_class_sums(c, S, x.shape[0])
     cent = medians if robust else means
     _write(out_group, CLASS_MEANS, means, offset)
     _write(out_group, FEATURE_MEAN, m, offset)
@@ -172,7 +175,7 @@ def _lfl_project_chunk(block, offset, cent_block, Dm, seed, k, density, precisio
     """
     block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
-    x, _, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned)
+    x, _, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned, mean=False)
     if bad is not None:
         raise nonfinite_error(bad)
     W = np.asarray(cent_block, dtype=np.float64).T @ Dm

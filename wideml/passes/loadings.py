@@ -23,7 +23,7 @@ LOADINGS = "loadings"
 def _emit_chunk(block, offset, B, Dm, med, group_path, keep, embed, precision):
     block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
-    x, _, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned)  # the Gram pass's centring vector, recomputed identically
+    x, _, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=False)  # the Gram pass's centring vector, recomputed identically
     if bad is not None:
         raise nonfinite_error(bad)
     # A = X^T B = X_c^T B + c (1^T B): the product runs on centred data, so float32 loses nothing to offsets
@@ -195,7 +195,7 @@ def _project_chunk(block, offset, A_block, precision="auto"):
     """
     block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
-    x, _, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned)
+    x, _, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned, mean=False)
     if bad is not None:
         raise nonfinite_error(bad)
     A = np.asarray(A_block, dtype=np.float64)

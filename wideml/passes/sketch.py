@@ -40,7 +40,7 @@ import dask.array as da
 import numpy as np
 
 from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, sub_stripe_width, tree_reduce
-from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, one_hot, work_dtype
+from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, one_hot, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
 from wideml.passes.keyed_random import gaussian_rows
 
@@ -105,17 +105,22 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
     outputs, extra = {}, {}
     first = Q is None
     M = class_medians(block, codes, n_classes) if first and medians else None
-    x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned)
+    # the feature means m come from the class sums below when those are computed anyway
+    x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=not first and centring != "class")
     if bad is not None:
         return (None, None, None, bad, extra), outputs
     counts = np.bincount(codes, minlength=n_classes)
     Mc = XtQ = None  # class means of x (K x w, float64); x^T Q (w x l)
     if first:
-        Mc = class_sums(x, codes, n_classes) / np.maximum(counts, 1)[:, None]
+        S = class_sums(x, codes, n_classes)
+        Mc = S / np.maximum(counts, 1)[:, None]
     elif centring == "class":  # one product gives x^T Q and the class sums x^T E: one sweep over x, not two
         # as [Q E]^T x ((l + K) x w): OpenBLAS runs this shape about 25% faster than x^T [Q E]
         P = as_float64(np.vstack([Q.T, one_hot(codes, n_classes).T]).astype(dt) @ x)
-        XtQ, Mc = P[: Q.shape[1]].T, P[Q.shape[1] :] / np.maximum(counts, 1)[:, None]
+        XtQ, S = P[: Q.shape[1]].T, P[Q.shape[1] :]
+        Mc = S / np.maximum(counts, 1)[:, None]
+    if m is None:
+        m = means_from_class_sums(c, S, x.shape[0])
     cg_means = cg_meds = Md = None
     if first:
         cg_means = Mc @ Mc.T  # centroids centred by c: only their differences are used
