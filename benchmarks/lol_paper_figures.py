@@ -139,6 +139,10 @@ COLORS = {"LOL": "tab:blue", "PCA": "tab:orange", "rrLDA": "tab:green", "LOL (me
           "RLOL": "tab:purple", "QOQ": "tab:brown"}
 
 
+#: Legend names in the Figure 2 panels, where the paper's LOL still uses class means.
+FIG2_LABELS = {"LOL": "LOL (medians; default)", "LOL (means)": "LOL (means; Fig. 2's LOL)"}
+
+
 def plot(res: dict, path) -> None:
     import matplotlib
 
@@ -152,7 +156,8 @@ def plot(res: dict, path) -> None:
         for m, e in r["mean_error"].items():
             se = np.array(r["se_error"][m])
             e = np.array(e)
-            (line,) = ax.plot(r["dims"], e, marker="o", ms=2.5, label=m, color=COLORS.get(m))
+            label = FIG2_LABELS.get(m, m) if name in dict(FIG2) else m
+            (line,) = ax.plot(r["dims"], e, marker="o", ms=2.5, label=label, color=COLORS.get(m))
             ax.fill_between(r["dims"], e - se, e + se, color=line.get_color(), alpha=0.15)
         ax.axhline(r["chance"], ls="--", c="grey", lw=1, label="chance")
         if name in dict(FIG2):  # the paper's Figure 2 shows d = 3 only

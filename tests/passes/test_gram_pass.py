@@ -73,6 +73,22 @@ def test_same_result_on_every_local_scheduler(scheduler):
     np.testing.assert_allclose(st.G, Xc @ Xc.T, rtol=1e-10, atol=1e-9)
 
 
+def test_gram_of_a_store_on_a_local_cluster(tmp_path):
+    """Store chunks read inside the tasks, added into lane accumulators on worker processes: the same Gram as numpy."""
+    from wideml.runtime import compute, use_scheduler
+    from wideml.storage import open_store, write_store
+
+    X, codes = _data(np.float32, offset=100.0)
+    write_store(tmp_path / "s.zarr", X, codes, feature_chunk=37)
+    store = open_store(tmp_path / "s.zarr")
+    with use_scheduler("local:2"):
+        (st,) = compute(gram_pass(store.X, codes, 3, median_subsets=[np.arange(60)]))
+    X64 = X.astype(np.float64)
+    np.testing.assert_allclose(st.raw_gram(), X64 @ X64.T, rtol=1e-6)
+    Xc = X64 - X64.mean(0)
+    np.testing.assert_allclose(st.G - st.G.mean(0) - st.G.mean(1)[:, None] + st.G.mean(), Xc @ Xc.T, atol=1e-3)
+
+
 def test_nan_is_reported_with_its_feature_index():
     X, codes = _data()
     X[7, 321] = np.nan
