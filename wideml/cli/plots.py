@@ -17,11 +17,14 @@ def plot_cv(report, fh, title: str = "") -> None:
     import numpy as np
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
-    for name, r in report.results.items():
+    markers = "osD^v<>ph"
+    for i, (name, r) in enumerate(report.results.items()):
         d, e, s = np.array(r.dims), np.array(r.errors), np.array(r.stds)
-        (line,) = ax.plot(d, e, marker="o", ms=3, label=f"{name.upper()} (best d={r.best_dim}, {r.best_error:.3f})")
-        ax.fill_between(d, np.clip(e - s, 0, 1), np.clip(e + s, 0, 1), color=line.get_color(), alpha=0.15)
-        ax.plot([r.best_dim], [r.best_error], marker="*", ms=12, color=line.get_color())
+        z = 10 + len(report.results) - i  # the first method listed is drawn on top: equal curves stay visible
+        (line,) = ax.plot(d, e, marker=markers[i % len(markers)], ms=3.5, zorder=z, clip_on=False,
+                          label=f"{name.upper()} (best d={r.best_dim}, {r.best_error:.3f})")
+        ax.fill_between(d, np.clip(e - s, 0, 1), np.clip(e + s, 0, 1), color=line.get_color(), alpha=0.15, zorder=z - 5)
+        ax.plot([r.best_dim], [r.best_error], marker="*", ms=12, color=line.get_color(), zorder=z, clip_on=False)
     ax.axhline(report.chance_error, ls="--", color="grey", lw=1, label="chance")
     from matplotlib.ticker import MaxNLocator
 
