@@ -226,3 +226,15 @@ def test_small_n_store_keeps_the_emit_pass(tmp_path):
     ref = LOL(5, solver="randomized", n_power_iter=1, precision="float64").fit(X, y)
     assert max_angle(np.asarray(est.components_).T, np.asarray(ref.components_).T) < 1e-6
     np.testing.assert_allclose(est.transform(store), est.embedding_, rtol=1e-7, atol=1e-9)
+
+
+def test_gram_memory_counts_every_lane():
+    """Each lane of the Gram pass holds its own n x n accumulator: more lanes, a bigger Gram footprint."""
+    from wideml.estimators._solver import choose_solver, gram_bytes
+
+    n = 4000
+    assert gram_bytes(n, 8) > gram_bytes(n, 1)
+    budget = 2 * gram_bytes(n, 2) + 1  # fits half the budget with two lanes, not with eight
+    assert choose_solver(n, 10_000, 10, memory_budget=budget, lanes=2)[1].startswith("estimated")
+    solver, reason = choose_solver(n, 10_000, 10, memory_budget=budget, lanes=8)
+    assert solver == "randomized" and "does not fit" in reason

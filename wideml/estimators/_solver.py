@@ -17,7 +17,7 @@ and checked on a second run of that grid plus sizes it was not fitted on (``--pa
   plus their thin products ``2 n l p / SKETCH_RATE`` with l = d + n_oversamples, and the
   generation of the keyed Gaussian test matrix ``p l / RANDOM_RATE``.
 
-Memory: the Gram solver keeps a few n x n float64 matrices alive (``GRAM_COPIES``); if they
+Memory: the Gram solver keeps a few n x n float64 matrices alive per lane of its pass (:func:`gram_bytes`); if they
 do not fit half the memory budget (config ``memory-limit``) the randomized solver is used
 whatever the time estimate says.
 """
@@ -38,8 +38,16 @@ SKETCH_RATE = 8.45e10
 RANDOM_RATE = 2.44e7
 #: Cost of the n x n algebra in units of n^3 / GRAM_RATE.
 EIGH_COEF = 23.7
-#: n x n float64 matrices alive at once in the Gram pass (accumulators, tree partials, eigensolve workspace).
-GRAM_COPIES = 6
+#: n x n float64-sized matrices alive per lane of the Gram pass (its accumulator, a chunk's product and its
+#: float64 copy; see :func:`wideml.passes.blocks.fold_in_lanes`), and those alive whatever the lane count
+#: (the lanes' sum and the eigensolve workspace).
+GRAM_COPIES_PER_LANE = 3
+GRAM_COPIES_FIXED = 2
+
+
+def gram_bytes(n: int, lanes: int) -> int:
+    """Peak bytes of the n x n matrices of a Gram fit run in ``lanes`` lanes."""
+    return (GRAM_COPIES_PER_LANE * max(1, lanes) + GRAM_COPIES_FIXED) * 8 * n * n
 
 
 def folds_loadings(n_samples: int, n_components: int, n_oversamples: int, itemsize: int) -> bool:
@@ -77,8 +85,14 @@ def choose_solver(
     itemsize: int = 4,
     memory_budget: int | None = None,
     supports_randomized: bool = True,
+    lanes: int | None = None,
 ) -> tuple[str, str]:
-    """Pick "gram" or "randomized"; returns (solver, one-line reason)."""
+    """Pick "gram" or "randomized"; returns (solver, one-line reason).
+
+    ``lanes`` is the number of Gram-pass accumulators (default: the tasks the
+    active scheduler runs at once); the memory check counts
+    :func:`gram_bytes` against half of ``memory_budget``.
+    """
     if not supports_randomized:
         return "gram", "only the Gram solver supports this method"
     if d + n_oversamples >= n:
@@ -87,9 +101,13 @@ def choose_solver(
         from wideml.runtime.config import memory_limit_bytes
 
         memory_budget = memory_limit_bytes()
-    gram_bytes = GRAM_COPIES * 8 * n * n
-    if gram_bytes > memory_budget / 2:
-        return "randomized", f"an n x n Gram ({gram_bytes / 2**30:.1f} GiB with workspace) does not fit half the memory budget"
+    if lanes is None:
+        from wideml.passes.blocks import parallel_slots
+
+        lanes = parallel_slots()
+    need = gram_bytes(n, lanes)
+    if need > memory_budget / 2:
+        return "randomized", f"an n x n Gram ({need / 2**30:.1f} GiB with workspace) does not fit half the memory budget"
     est = estimate_seconds(n, p, d, n_power_iter, n_oversamples, itemsize)
     solver = min(est, key=est.get)
     return solver, f"estimated {est['gram']:.2f} s (gram) vs {est['randomized']:.2f} s (randomized)"
