@@ -36,13 +36,39 @@ def _count(path: str) -> None:
         READ_COUNTER[path] += 1
 
 
+#: zarr v3 compressor codec name -> numcodecs codec class that decodes its chunk files.
+_DECODERS = {"zstd": "Zstd", "gzip": "GZip", "blosc": "Blosc"}
+
+
+def _chunk_decoder(codecs: list):
+    """(byte order, numcodecs decoder or None) for a codec chain ``bytes`` [+ one compressor], else None.
+
+    Only chains whose chunk files are the chunk's raw bytes, or those bytes
+    compressed once by zstd, gzip or blosc, qualify; anything else (transpose,
+    sharding, filters, several compressors) is left to zarr.
+    """
+    if not codecs or codecs[0].get("name") != "bytes" or len(codecs) > 2:
+        return None
+    endian = codecs[0].get("configuration", {}).get("endian", "little")
+    if len(codecs) == 1:
+        return endian, None
+    cls = _DECODERS.get(codecs[1].get("name"))
+    if cls is None:
+        return None
+    import numcodecs
+
+    return endian, getattr(numcodecs, cls)()
+
+
 class ZarrReader:
     """Read rectangular blocks of a 2-D zarr v3 array.
 
-    For uncompressed arrays with the default chunk-key encoding, a block that
-    covers whole stored chunks is read straight from the chunk files
-    (``numpy.fromfile``), which is the fastest read the disk allows; anything
-    else goes through zarr.
+    For arrays with the default chunk-key encoding whose chunks are stored raw
+    or compressed once by zstd, gzip or blosc, a block that covers whole
+    stored chunks is read straight from the chunk files (``numpy.fromfile``,
+    or the file's bytes decoded by numcodecs into the destination buffer):
+    the fastest read the disk and the decompressor allow, without zarr's
+    per-call overhead. Anything else goes through zarr.
     """
 
     def __init__(self, path: str, name: str, shape, dtype, chunks):
@@ -58,15 +84,15 @@ class ZarrReader:
             meta = json.loads(meta_file.read_text())
         except (OSError, ValueError):
             return None
-        codecs = meta.get("codecs", [])
         enc = meta.get("chunk_key_encoding", {})
-        if len(codecs) != 1 or codecs[0].get("name") != "bytes":
-            return None
-        endian = codecs[0].get("configuration", {}).get("endian", "little")
         if enc.get("name") != "default" or enc.get("configuration", {}).get("separator", "/") != "/":
             return None
+        found = _chunk_decoder(meta.get("codecs", []))
+        if found is None:
+            return None
+        endian, decoder = found
         dtype = self.dtype.newbyteorder("<" if endian == "little" else ">")
-        return dtype, meta.get("fill_value", 0)
+        return dtype, meta.get("fill_value", 0), decoder
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -134,20 +160,14 @@ class ZarrReader:
         cr, cc = self.chunks
         if r0 % cr or c0 % cc or (r1 % cr and r1 != self.shape[0]) or (c1 % cc and c1 != self.shape[1]):
             return None
-        dtype, fill = self._raw
+        dtype, fill, decoder = self._raw
         if (r1 - r0 <= cr) and (c1 - c0 <= cc):  # exactly one stored chunk: no extra copy
             fname = os.path.join(self.path, self.name, "c", str(r0 // cr), str(c0 // cc))
             try:
-                if alloc is None:
-                    chunk = np.fromfile(fname, dtype=dtype).reshape(cr, cc)
-                else:  # into the caller's buffer (see read_into)
-                    chunk = alloc((cr, cc), dtype)
-                    with open(fname, "rb", buffering=0) as f:
-                        if f.readinto(memoryview(chunk).cast("B")) != chunk.nbytes:
-                            return None
+                chunk = self._load_chunk(fname, dtype, decoder, alloc)
             except FileNotFoundError:
                 return np.full((r1 - r0, c1 - c0), fill, dtype=self.dtype)
-            except ValueError:
+            if chunk is None:
                 return None
             view = chunk[: r1 - r0, : c1 - c0]
             return view if dtype == self.dtype else view.astype(self.dtype)
@@ -158,14 +178,34 @@ class ZarrReader:
                 rs, cs = i * cr, j * cc
                 re_, ce = min(rs + cr, r1), min(cs + cc, c1)
                 try:
-                    chunk = np.fromfile(fname, dtype=dtype).reshape(cr, cc)
+                    chunk = self._load_chunk(fname, dtype, decoder)
                 except FileNotFoundError:
                     out[rs - r0 : re_ - r0, cs - c0 : ce - c0] = fill
                     continue
-                except ValueError:
+                if chunk is None:
                     return None
                 out[rs - r0 : re_ - r0, cs - c0 : ce - c0] = chunk[: re_ - rs, : ce - cs]
         return out
+
+    def _load_chunk(self, fname: str, dtype, decoder, alloc=None):
+        """One stored chunk (cr x cc) from its file, into ``alloc(shape, dtype)`` when given; None if the file does not fit.
+
+        Raises FileNotFoundError for a chunk never written (the caller fills it).
+        """
+        shape = self.chunks
+        chunk = alloc(shape, dtype) if alloc is not None else np.empty(shape, dtype=dtype)
+        if decoder is None:
+            with open(fname, "rb", buffering=0) as f:
+                if f.readinto(memoryview(chunk).cast("B")) != chunk.nbytes or f.read(1):
+                    return None
+            return chunk
+        with open(fname, "rb") as f:
+            data = f.read()
+        try:
+            decoder.decode(data, out=chunk)
+        except (RuntimeError, ValueError, TypeError):  # corrupt or of another size: let zarr read it and report
+            return None
+        return chunk
 
 
 class HDF5Reader:
