@@ -78,3 +78,15 @@ def test_tree_reduce_still_sums():
     parts = [dask.delayed(lambda i: np.array([float(i)]))(i) for i in range(9)]
     (out,) = dask.compute(tree_reduce(parts, lambda *a: sum(a), width=2))
     assert out[0] == 36.0
+
+
+def test_gram_lanes_follow_the_memory_budget():
+    """A Gram pass runs as many lanes as tasks run at once, fewer when half the budget cannot hold them, never none."""
+    from wideml.passes.gram import LANE_MATRICES, gram_lanes
+
+    n = 1000
+    per_lane = LANE_MATRICES * 8 * n * n
+    with dask.config.set({"scheduler": "threads", "wideml.threads": 4}):
+        assert gram_lanes(n, budget=100 * per_lane) == 4
+        assert gram_lanes(n, budget=2 * 2 * per_lane) == 2
+        assert gram_lanes(n, budget=per_lane // 10) == 1

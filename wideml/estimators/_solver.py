@@ -41,7 +41,7 @@ EIGH_COEF = 23.7
 #: n x n float64-sized matrices alive per lane of the Gram pass (its accumulator, a chunk's product and its
 #: float64 copy; see :func:`wideml.passes.blocks.fold_in_lanes`), and those alive whatever the lane count
 #: (the lanes' sum and the eigensolve workspace).
-GRAM_COPIES_PER_LANE = 3
+GRAM_COPIES_PER_LANE = 3  # = wideml.passes.gram.LANE_MATRICES
 GRAM_COPIES_FIXED = 2
 
 
@@ -89,9 +89,10 @@ def choose_solver(
 ) -> tuple[str, str]:
     """Pick "gram" or "randomized"; returns (solver, one-line reason).
 
-    ``lanes`` is the number of Gram-pass accumulators (default: the tasks the
-    active scheduler runs at once); the memory check counts
-    :func:`gram_bytes` against half of ``memory_budget``.
+    ``lanes`` is the number of Gram-pass accumulators (default: as many as
+    :func:`wideml.passes.gram.gram_lanes` runs under ``memory_budget``); the
+    memory check counts :func:`gram_bytes` against half of ``memory_budget``,
+    so the Gram is avoided when even one lane would not fit.
     """
     if not supports_randomized:
         return "gram", "only the Gram solver supports this method"
@@ -101,10 +102,10 @@ def choose_solver(
         from wideml.runtime.config import memory_limit_bytes
 
         memory_budget = memory_limit_bytes()
-    if lanes is None:
-        from wideml.passes.blocks import parallel_slots
+    if lanes is None:  # as many as the Gram pass would run under this budget
+        from wideml.passes.gram import gram_lanes
 
-        lanes = parallel_slots()
+        lanes = gram_lanes(n, memory_budget)
     need = gram_bytes(n, lanes)
     if need > memory_budget / 2:
         return "randomized", f"an n x n Gram ({need / 2**30:.1f} GiB with workspace) does not fit half the memory budget"

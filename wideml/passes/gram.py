@@ -226,7 +226,7 @@ def gram_pass(
     width = sub_stripe_width(n, copies=4 + len(sets))
     codes_d, sets_d = shared(codes), shared(sets)
     args = [(s, int(o), codes_d, n_classes, sets_d, precision, out_group, width) for s, o in zip(stripes, offsets)]
-    total = fold_in_lanes(_chunk_stats, args, _add_into, _combine)
+    total = fold_in_lanes(_chunk_stats, args, _add_into, _combine, lanes=gram_lanes(n))
     return dask.delayed(_finish, pure=True)(total, int(X.shape[1]))
 
 
@@ -241,6 +241,26 @@ def _add_into(acc, part):
         P += Pp
         Q += Qp
     return G, r, s + part[2], meds, None
+
+
+#: n x n float64-sized matrices one lane of the Gram pass holds: its accumulator, a chunk's product and its float64 copy.
+LANE_MATRICES = 3
+
+
+def gram_lanes(n_samples: int, budget: int | None = None) -> int:
+    """Lanes (n x n accumulators) of a Gram pass: one per task the scheduler runs at once, as many as half the memory budget holds.
+
+    At least one: a single lane is the least memory any Gram pass needs
+    (the auto solver avoids the Gram altogether when even that does not fit).
+    """
+    from wideml.passes.blocks import parallel_slots
+
+    if budget is None:
+        from wideml.runtime.config import memory_limit_bytes
+
+        budget = memory_limit_bytes()
+    per_lane = LANE_MATRICES * 8 * n_samples * n_samples
+    return max(1, min(parallel_slots(), int(budget // 2 // max(1, per_lane))))
 
 
 def _finish(total, n_features):
