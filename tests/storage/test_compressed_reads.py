@@ -7,6 +7,7 @@ import pytest
 import zarr
 import zarr.codecs as zc
 
+from wideml.exceptions import StoreError
 from wideml.storage.reader import ZarrReader
 
 COMPRESSORS = {
@@ -53,12 +54,26 @@ def test_missing_chunk_reads_as_fill_value(tmp_path):
     np.testing.assert_array_equal(reader[:, 0:50], X)
 
 
-def test_corrupt_chunk_falls_back_to_zarr_which_reports_it(tmp_path):
-    X, reader = _array(tmp_path, COMPRESSORS["zstd"])
-    (tmp_path / "a.zarr" / "c" / "0" / "1").write_bytes(b"not zstd at all")
+@pytest.mark.parametrize("name", ["zstd", "none"])
+def test_damaged_chunk_is_one_sentence_naming_the_block(tmp_path, name):
+    X, reader = _array(tmp_path, COMPRESSORS.get(name))
+    chunk = tmp_path / "a.zarr" / "c" / "0" / "1"
+    chunk.write_bytes(chunk.read_bytes()[:37])  # truncated: neither decodable nor of the chunk's size
     assert reader._read_raw(slice(0, 13), slice(16, 32)) is None  # the direct path refuses the chunk...
-    with pytest.raises(Exception):  # ...and zarr's own read raises on it
-        reader[:, 16:32]
+    with pytest.raises(StoreError, match=r"cannot read a.zarr\[0:13, 16:32\] of the store at .*damaged; restore"):
+        reader[:, 16:32]  # ...and zarr's read of it is reported as one sentence
+    np.testing.assert_array_equal(reader[:, 0:16], X[:, 0:16])  # the other chunks still read
+
+
+def test_damaged_store_exits_2_without_a_traceback(tmp_path):
+    from wideml.cli.main import main
+    from wideml.storage import write_store
+
+    X = np.random.default_rng(0).standard_normal((30, 200)).astype(np.float32)
+    write_store(tmp_path / "s.zarr", X, np.arange(30) % 2, feature_chunk=50, compressor="zstd")
+    (tmp_path / "s.zarr" / "X" / "c" / "0" / "2").write_bytes(b"garbage")
+    assert main(["fit", "lol", str(tmp_path / "s.zarr"), "-o", str(tmp_path / "m.model"), "--no-progress"]) == 2
+    assert not (tmp_path / "m.model").exists()
 
 
 def test_other_codec_chains_go_through_zarr(tmp_path):
@@ -70,3 +85,20 @@ def test_other_codec_chains_go_through_zarr(tmp_path):
     reader = ZarrReader(str(tmp_path), "a.zarr", X.shape, X.dtype, (6, 8))
     assert reader._raw is None
     np.testing.assert_array_equal(reader[:, 0:20], X)
+
+
+def test_damaged_hdf5_chunk_is_one_sentence(tmp_path):
+    import h5py
+
+    from wideml.storage import open_store, write_store
+
+    X = np.random.default_rng(0).standard_normal((40, 300)).astype(np.float32)
+    write_store(tmp_path / "h.h5", X, np.arange(40) % 2, feature_chunk=100, compressor="zstd")
+    with h5py.File(tmp_path / "h.h5", "r") as f:
+        info = f["X"].id.get_chunk_info(1)
+    with open(tmp_path / "h.h5", "r+b") as fh:  # overwrite the start of the second chunk's compressed bytes
+        fh.seek(info.byte_offset)
+        fh.write(b"\0" * min(info.size, 64))
+    store = open_store(tmp_path / "h.h5")
+    with pytest.raises(StoreError, match=r"cannot read X\[0:40, 100:200\] of the store at .*damaged"):
+        store.X[:, 100:200].compute()

@@ -60,6 +60,17 @@ def _chunk_decoder(codecs: list):
     return endian, getattr(numcodecs, cls)()
 
 
+def _damaged(path: str, name: str, shape: tuple, key, exc: Exception):
+    """The one-sentence error for a block whose chunks cannot be read or decoded."""
+    from wideml.exceptions import StoreError
+
+    key = key if isinstance(key, tuple) else (key,)
+    where = ", ".join("{}:{}".format(*k.indices(n)[:2]) if isinstance(k, slice) else str(k) for k, n in zip(key, shape))
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreError(f"cannot read {name}[{where}] of the store at {path} ({reason}): its chunk files are damaged; "
+                      "restore the store from a copy or write it again.")
+
+
 class ZarrReader:
     """Read rectangular blocks of a 2-D zarr v3 array.
 
@@ -114,7 +125,12 @@ class ZarrReader:
             block = self._read_raw(rows, cols)
             if block is not None:
                 return block
-        return np.asarray(self._zarr()[key])
+        try:
+            return np.asarray(self._zarr()[key])
+        except (IndexError, TypeError):  # a bad selection is the caller's bug, not the store's
+            raise
+        except Exception as exc:
+            raise _damaged(self.path, self.name, self.shape, key, exc) from exc
 
     def read_into(self, rows: slice, cols: slice, alloc) -> np.ndarray:
         """The block ``[rows, cols]``, read into memory from ``alloc(shape, dtype)`` when it is one stored chunk.
@@ -203,7 +219,7 @@ class ZarrReader:
             data = f.read()
         try:
             decoder.decode(data, out=chunk)
-        except (RuntimeError, ValueError, TypeError):  # corrupt or of another size: let zarr read it and report
+        except Exception:  # corrupt or of another size (each codec raises its own kind): zarr reads it and reports
             return None
         return chunk
 
@@ -228,4 +244,9 @@ class HDF5Reader:
             import h5py
 
             self._file = h5py.File(self.path, "r")
-        return self._file[self.name][key]
+        try:
+            return self._file[self.name][key]
+        except (IndexError, TypeError):  # a bad selection is the caller's bug, not the store's
+            raise
+        except OSError as exc:  # h5py's report of a chunk it cannot read or decompress
+            raise _damaged(self.path, self.name, self.shape, key, exc) from exc
