@@ -81,3 +81,17 @@ def test_corrupt_array_metadata(make_store):
     (path / "X" / "zarr.json").write_text(json.dumps(meta))
     with pytest.raises(StoreError):
         open_store(path)
+
+
+@pytest.mark.parametrize("compressor, expected", [("none", "none; read straight from the chunk files"),
+                                                  ("zstd", "zstd (level 3); read straight from the chunk files"),
+                                                  ("lz4", "blosc (cname lz4, clevel 5, shuffle bitshuffle); read straight")])
+def test_info_names_the_codec_and_how_chunks_are_read(tmp_path, compressor, expected):
+    import numpy as np
+
+    from wideml.storage import format_summary, open_store, write_store
+
+    write_store(tmp_path / "s.zarr", np.ones((6, 10), np.float32), np.arange(6) % 2, feature_chunk=5, compressor=compressor)
+    info = open_store(tmp_path / "s.zarr").summary()
+    assert info["codec"].startswith(expected)
+    assert f"codec       {info['codec']}" in format_summary(info)

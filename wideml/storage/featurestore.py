@@ -38,6 +38,9 @@ class FeatureStore:
         The (rows, features) chunk shape on disk.
     attrs : dict
         The store's ``wideml`` metadata.
+    codec : str
+        How X's chunks are compressed and read (e.g. ``"zstd (level 3); read
+        straight from the chunk files"``).
     """
 
     path: Path
@@ -49,6 +52,7 @@ class FeatureStore:
     feature_shape: tuple[int, ...] | None
     stored_chunks: tuple[int, int]
     attrs: dict[str, Any] = field(default_factory=dict)
+    codec: str = "unknown"
 
     @property
     def n_samples(self) -> int:
@@ -84,6 +88,7 @@ class FeatureStore:
             "stored_chunks": list(self.stored_chunks),
             "n_chunks": int(np.prod(self.X.numblocks)),
             "size_bytes": self.nbytes,
+            "codec": self.codec,
             "class_counts": {str(k): v for k, v in self.class_counts().items()},
             "feature_shape": list(self.feature_shape) if self.feature_shape else None,
             "has_sample_ids": self.sample_ids is not None,
@@ -108,6 +113,7 @@ def format_summary(info: dict[str, Any]) -> str:
         f"dtype       {info['dtype']}",
         f"chunks      {info['stored_chunks'][0]} x {info['stored_chunks'][1]} ({info['n_chunks']} chunks)",
         f"size        {_human(info['size_bytes'])}",
+        f"codec       {info.get('codec', 'unknown')}",
     ]
     if info["class_counts"]:
         counts = ", ".join(f"{k}: {v}" for k, v in info["class_counts"].items())
@@ -263,6 +269,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         feature_shape=tuple(feature_shape) if feature_shape else None,
         stored_chunks=chunks,
         attrs=attrs,
+        codec=reader.describe_codec(),
     )
 
 

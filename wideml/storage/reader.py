@@ -132,6 +132,20 @@ class ZarrReader:
         except Exception as exc:
             raise _damaged(self.path, self.name, self.shape, key, exc) from exc
 
+    def describe_codec(self) -> str:
+        """How the chunk files are encoded and read, e.g. ``"zstd (level 3); decoded straight from the chunk files"``."""
+        try:
+            codecs = json.loads(Path(self.path, self.name, "zarr.json").read_text()).get("codecs", [])
+        except (OSError, ValueError):
+            return "unknown"
+        parts = []
+        for codec in codecs[1:]:
+            conf = codec.get("configuration", {})
+            detail = ", ".join(f"{k} {v}" for k, v in conf.items() if k in ("cname", "level", "clevel", "shuffle"))
+            parts.append(f"{codec.get('name')} ({detail})" if detail else str(codec.get("name")))
+        how = "read straight from the chunk files" if self._raw is not None else "read through zarr"
+        return f"{' + '.join(parts) or 'none'}; {how}"
+
     def read_into(self, rows: slice, cols: slice, alloc) -> np.ndarray:
         """The block ``[rows, cols]``, read into memory from ``alloc(shape, dtype)`` when it is one stored chunk.
 
@@ -237,6 +251,16 @@ class HDF5Reader:
         state = self.__dict__.copy()
         state["_file"] = None
         return state
+
+    def describe_codec(self) -> str:
+        """The dataset's compression filter, e.g. ``"gzip (level 4); read through h5py"``."""
+        import h5py
+
+        with h5py.File(self.path, "r") as f:
+            d = f[self.name]
+            comp = d.compression or "none"
+            level = d.compression_opts
+        return f"{comp}{f' (level {level})' if level is not None else ''}; read through h5py"
 
     def __getitem__(self, key):
         _count(self.path)
