@@ -46,6 +46,7 @@ def main() -> None:
     ap.add_argument("--d", type=int, default=50)
     ap.add_argument("--skip-1m", action="store_true", help="skip the p = 1 000 000 memory run")
     ap.add_argument("--reuse", action="store_true", help="reuse an existing store in --workdir")
+    ap.add_argument("--name", default="lol_2gb_store", help="results file name (benchmarks/results/NAME.json)")
     args = ap.parse_args()
 
     import dask
@@ -148,7 +149,7 @@ def main() -> None:
     for solver in ("gram", "auto"):
         if f"peak_rss_ratio_1m_over_250k_{solver}" in res:
             res["targets"][f"peak memory p=1M vs 250k within 20% (solver {solver})"] = abs(res[f"peak_rss_ratio_1m_over_250k_{solver}"] - 1) < 0.2
-    out = save("lol_2gb_store", res)
+    out = save(args.name, res)
     print("ratios:", {k: round(v, 2) for k, v in res["ratios"].items()})
     print("targets:", res["targets"])
     print(f"saved {out}")
