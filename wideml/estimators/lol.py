@@ -120,7 +120,21 @@ class LOL(GramProjector):
         )
 
 
-class PCA(GramProjector):
+class _EigenProjector(GramProjector):
+    """The parameters PCA and rrLDA share (no centroid columns): see :class:`LOL` for their meaning."""
+
+    def __init__(self, n_components=None, *, solver="auto", precision="auto", workdir=None,
+                 n_oversamples=10, n_power_iter=1, random_state=0):
+        self.n_components = n_components
+        self.solver = solver
+        self.precision = precision
+        self.workdir = workdir
+        self.n_oversamples = n_oversamples
+        self.n_power_iter = n_power_iter
+        self.random_state = random_state
+
+
+class PCA(_EigenProjector):
     """Principal components of the pooled-mean-centred data (labels ignored), from one Gram pass.
 
     Parameters
@@ -137,16 +151,6 @@ class PCA(GramProjector):
     (and used only for ``classes_``) so PCA drops into the same pipelines.
     """
 
-    def __init__(self, n_components=None, *, solver="auto", precision="auto", workdir=None,
-                 n_oversamples=10, n_power_iter=1, random_state=0):
-        self.n_components = n_components
-        self.solver = solver
-        self.precision = precision
-        self.workdir = workdir
-        self.n_oversamples = n_oversamples
-        self.n_power_iter = n_power_iter
-        self.random_state = random_state
-
     def _projection(self, G, codes, n_classes, P, Q, n_features, n_components):
         return pca_projection(G, n_components, n_features=n_features)
 
@@ -157,7 +161,7 @@ class PCA(GramProjector):
         return randomized_projection(codes, n_classes, d, Q, Z, centring="pooled", first_moment=None)
 
 
-class RRLDA(GramProjector):
+class RRLDA(_EigenProjector):
     """Reduced-rank LDA: principal components of the class-centred data (class-conditional PCA).
 
     Parameters
@@ -171,16 +175,6 @@ class RRLDA(GramProjector):
     ``fit`` makes 2 passes over X with the Gram solver and n_power_iter + 2
     with the randomized one on a store (+ 3 in memory); ``transform`` makes 1.
     """
-
-    def __init__(self, n_components=None, *, solver="auto", precision="auto", workdir=None,
-                 n_oversamples=10, n_power_iter=1, random_state=0):
-        self.n_components = n_components
-        self.solver = solver
-        self.precision = precision
-        self.workdir = workdir
-        self.n_oversamples = n_oversamples
-        self.n_power_iter = n_power_iter
-        self.random_state = random_state
 
     def _projection(self, G, codes, n_classes, P, Q, n_features, n_components):
         return rrlda_projection(G, codes, n_classes, n_components, n_features=n_features)
