@@ -38,16 +38,16 @@ SKETCH_RATE = 8.45e10
 RANDOM_RATE = 2.44e7
 #: Cost of the n x n algebra in units of n^3 / GRAM_RATE.
 EIGH_COEF = 23.7
-#: n x n float64-sized matrices alive per lane of the Gram pass (its accumulator, a chunk's product and its
-#: float64 copy; see :func:`wideml.passes.blocks.fold_in_lanes`), and those alive whatever the lane count
-#: (the lanes' sum and the eigensolve workspace).
-GRAM_COPIES_PER_LANE = 3  # = wideml.passes.gram.LANE_MATRICES
+#: n x n float64 matrices alive whatever the Gram pass's lane count (the lanes' sum and the eigensolve
+#: workspace); each lane adds :data:`wideml.passes.gram.LANE_MATRICES`.
 GRAM_COPIES_FIXED = 2
 
 
 def gram_bytes(n: int, lanes: int) -> int:
     """Peak bytes of the n x n matrices of a Gram fit run in ``lanes`` lanes."""
-    return (GRAM_COPIES_PER_LANE * max(1, lanes) + GRAM_COPIES_FIXED) * 8 * n * n
+    from wideml.passes.gram import LANE_MATRICES
+
+    return (LANE_MATRICES * max(1, lanes) + GRAM_COPIES_FIXED) * 8 * n * n
 
 
 def folds_loadings(n_samples: int, n_components: int, n_oversamples: int, itemsize: int) -> bool:

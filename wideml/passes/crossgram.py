@@ -83,11 +83,11 @@ def _pair_stats(new_block, ref_block, offset, ref_rows):
 
 
 def _combine(*parts):
-    out = [p.copy() if isinstance(p, np.ndarray) else p for p in parts[0]]
+    """Sum partial results without touching them (a copy of the first, then :func:`_add_into`)."""
+    acc = tuple(p.copy() if isinstance(p, np.ndarray) else p for p in parts[0])
     for part in parts[1:]:
-        for i, v in enumerate(part):
-            out[i] = out[i] + v
-    return tuple(out)
+        acc = _add_into(acc, part)
+    return acc
 
 
 def _add_into(acc, part):

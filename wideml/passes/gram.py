@@ -152,21 +152,15 @@ def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep, owned=
 
 
 def _combine(*parts):
-    bads = [p[4] for p in parts if p[4] is not None]
-    if bads:
-        return None, None, 0.0, [], min(bads)
-    G = parts[0][0].copy()
-    r = parts[0][1].copy()
-    s = parts[0][2]
-    meds = [(P.copy(), Q.copy()) for P, Q in parts[0][3]]
-    for Gp, rp, sp, mp, _ in parts[1:]:
-        G += Gp
-        r += rp
-        s += sp
-        for (P, Q), (Pp, Qp) in zip(meds, mp):
-            P += Pp
-            Q += Qp
-    return G, r, s, meds, None
+    """Sum partial results without touching them (a copy of the first, then :func:`_add_into`)."""
+    first = parts[0]
+    if first[4] is not None:
+        acc = first
+    else:
+        acc = (first[0].copy(), first[1].copy(), first[2], [(P.copy(), Q.copy()) for P, Q in first[3]], None)
+    for part in parts[1:]:
+        acc = _add_into(acc, part)
+    return acc
 
 
 def gram_pass(

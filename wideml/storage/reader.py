@@ -87,18 +87,18 @@ class ZarrReader:
         self.shape, self.dtype, self.chunks = tuple(shape), np.dtype(dtype), tuple(chunks)
         self.ndim = len(self.shape)
         self._array = None
-        self._raw = self._raw_layout()
-
-    def _raw_layout(self):
-        meta_file = Path(self.path, self.name, "zarr.json")
         try:
-            meta = json.loads(meta_file.read_text())
+            meta = json.loads(Path(self.path, self.name, "zarr.json").read_text())
         except (OSError, ValueError):
-            return None
+            meta = None
+        self._codecs = None if meta is None else meta.get("codecs", [])
+        self._raw = None if meta is None else self._raw_layout(meta)
+
+    def _raw_layout(self, meta: dict):
         enc = meta.get("chunk_key_encoding", {})
         if enc.get("name") != "default" or enc.get("configuration", {}).get("separator", "/") != "/":
             return None
-        found = _chunk_decoder(meta.get("codecs", []))
+        found = _chunk_decoder(self._codecs)
         if found is None:
             return None
         endian, decoder = found
@@ -134,12 +134,10 @@ class ZarrReader:
 
     def describe_codec(self) -> str:
         """How the chunk files are encoded and read, e.g. ``"zstd (level 3); decoded straight from the chunk files"``."""
-        try:
-            codecs = json.loads(Path(self.path, self.name, "zarr.json").read_text()).get("codecs", [])
-        except (OSError, ValueError):
+        if self._codecs is None:
             return "unknown"
         parts = []
-        for codec in codecs[1:]:
+        for codec in self._codecs[1:]:
             conf = codec.get("configuration", {})
             detail = ", ".join(f"{k} {v}" for k, v in conf.items() if k in ("cname", "level", "clevel", "shuffle"))
             parts.append(f"{codec.get('name')} ({detail})" if detail else str(codec.get("name")))
