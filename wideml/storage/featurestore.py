@@ -174,8 +174,14 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
     -----
     PerformanceWarning
         If X is chunked along samples, so every pass must stitch feature stripes together.
+
+    Notes
+    -----
+    The path is made absolute (symlinks resolved) here, so the store and every
+    graph built on it keep working after a change of directory and on workers
+    started elsewhere.
     """
-    path = Path(path)
+    path = Path(path).expanduser().resolve()
     if not path.exists():
         raise StoreError(f"no feature store at {str(path)!r}; check the path, or create one with `wideml ingest` or `wideml simulate`.")
     fmt = "hdf5" if path.is_file() else "zarr"

@@ -83,6 +83,7 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False, p
     """
     import zarr
 
+    path = Path(path).expanduser().resolve()
     if not hasattr(estimator, "_model_state"):
         raise StoreError(f"{type(estimator).__name__} cannot be saved as a wideml model.")
     state, arrays = estimator._model_state()
@@ -126,7 +127,7 @@ def read_model_attrs(path: str | os.PathLike) -> tuple[dict, Any]:
     """Open a model group and check its schema; returns (attrs, zarr group)."""
     import zarr
 
-    path = Path(path)
+    path = Path(path).expanduser().resolve()
     if not path.exists():
         raise StoreError(f"no model at {str(path)!r}; check the path, or fit one with `wideml fit`.")
     if not (path / "zarr.json").is_file():
@@ -156,6 +157,7 @@ def load_model(path: str | os.PathLike):
     StoreError
         If the path is missing, is not a model, or was written by a newer schema.
     """
+    path = Path(path).expanduser().resolve()
     attrs, group = read_model_attrs(path)
     cls = _import_class(attrs["estimator"])
     params = {k: _unjson(v) for k, v in attrs.get("params", {}).items()}
