@@ -5,7 +5,6 @@ __version__ = "0.1.0"
 from wideml.storage import create_store, open_store, write_store  # noqa: E402
 from wideml.storage.ingest import ingest  # noqa: E402
 from wideml.storage.rechunk import rechunk  # noqa: E402
-from wideml.storage.model import load_model, save_model  # noqa: E402
 from wideml.estimators import (  # noqa: E402
     LFL,
     LOL,
@@ -19,6 +18,8 @@ from wideml.estimators import (  # noqa: E402
     cross_validate_dims,
     cross_validate_encoder,
 )
+from wideml.estimators.persistence import load_model, save_model  # noqa: E402
+from wideml.storage.layout import ignore_feature_layout  # noqa: E402
 
 __all__ = [
     "EncoderClassifier",
@@ -33,6 +34,7 @@ __all__ = [
     "EmbeddingClassifier",
     "__version__",
     "create_store",
+    "ignore_feature_layout",
     "cross_validate_dims",
     "ingest",
     "load_model",

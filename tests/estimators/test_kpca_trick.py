@@ -19,7 +19,7 @@ from wideml.estimators.kpca import KernelPCA
 from wideml.estimators.kpca_trick import DNE, LMNN, KPCATrick
 from wideml.exceptions import StoreError, WidemlError
 from wideml.storage import open_store, write_store
-from wideml.storage.model import load_model, save_model
+from wideml.estimators.persistence import load_model, save_model
 from wideml.storage.reader import READ_COUNTER
 
 FAST_NCA = {"max_iter": 15}
@@ -161,15 +161,15 @@ def test_nystrom_with_all_landmarks_is_exact(iris_split):
 
 def test_bad_input(iris_split):
     Xtr, ytr, _, _ = iris_split
-    with pytest.raises(WidemlError, match="sigma must be positive"):
+    with pytest.raises(WidemlError, match="sigma=0 is not valid; use a number > 0"):
         KPCATrick(sigma=0).fit(Xtr, ytr)
-    with pytest.raises(WidemlError, match="sigma must be positive"):
+    with pytest.raises(WidemlError, match="sigmas=.* is not valid; use a non-empty list of positive numbers"):
         KPCATrick(selection="sum", sigmas=[1.0, -2.0]).fit(Xtr, ytr)
     with pytest.raises(WidemlError, match="more than the 4 non-zero eigenvalues"):
         KPCATrick(kernel="linear", n_components=5).fit(Xtr, ytr)
-    with pytest.raises(WidemlError, match="selection 'best'"):
+    with pytest.raises(WidemlError, match="selection='best' is not valid"):
         KPCATrick(selection="best").fit(Xtr, ytr)
-    with pytest.raises(WidemlError, match="learner 'svm'"):
+    with pytest.raises(WidemlError, match="learner='svm' is not valid"):
         KPCATrick(learner="svm").fit(Xtr, ytr)
     with pytest.raises(WidemlError, match="entries but X has"):
         KPCATrick().fit(Xtr, ytr[:-1])

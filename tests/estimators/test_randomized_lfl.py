@@ -121,7 +121,7 @@ def test_randomized_pass_count(tmp_path):
 
 def test_qoq_needs_gram_solver():
     X, y = decaying_data(n=60, p=200)
-    with pytest.raises(ValueError, match="needs solver='gram'"):
+    with pytest.raises(ValueError, match="use solver='gram'"):
         LOL(4, second_moment="quadratic", solver="randomized").fit(X, y)
 
 

@@ -48,10 +48,15 @@ def test_direct_decode_equals_zarr(tmp_path, name, dtype):
     assert np.shares_memory(block, buf["a"])  # decoded straight into the caller's buffer
 
 
-def test_missing_chunk_reads_as_fill_value(tmp_path):
+def test_missing_chunk_is_an_error_naming_it_unless_the_store_says_fill(tmp_path):
     X, reader = _array(tmp_path, COMPRESSORS["zstd"], skip_chunk=1)
-    np.testing.assert_array_equal(reader[:, 16:32], X[:, 16:32])
-    np.testing.assert_array_equal(reader[:, 0:50], X)
+    with pytest.raises(StoreError, match=r"chunk \(0, 1\) \(rows 0:13, columns 16:32\) of a.zarr of the store at .* is missing"):
+        reader[:, 16:32]
+    with pytest.raises(StoreError, match=r"chunk \(0, 1\)"):
+        reader[:, 0:50]
+    fill = ZarrReader(reader.path, reader.name, reader.shape, reader.dtype, reader.chunks, missing="fill")
+    np.testing.assert_array_equal(fill[:, 16:32], X[:, 16:32])
+    np.testing.assert_array_equal(fill[:, 0:50], X)
 
 
 @pytest.mark.parametrize("name", ["zstd", "none"])

@@ -30,7 +30,14 @@ def register(sub, common) -> None:
     p.add_argument("--dataset", metavar="NAME", help="HDF5 source: the dataset holding X")
     p.add_argument("--feature-chunk", type=_positive_int, metavar="N", help="features per stored chunk (default about chunk-size bytes)")
     p.add_argument("--dtype", metavar="DTYPE", help="stored dtype, e.g. float32 (default: floats kept, integers upcast, CSV float64)")
+    p.add_argument("--allow-lossy-cast", action="store_true",
+                   help="cast to --dtype even when values change (float to int, out-of-range values, float64 to float16); "
+                        "by default such a cast is refused naming the first value")
+    p.add_argument("--missing-chunks-are-fill", action="store_true",
+                   help="missing chunks of a zarr/HDF5 source mean the fill value; the new store records the same "
+                        "(by default a missing chunk is an error)")
     p.add_argument("--compressor", choices=("none", "zstd", "lz4"), help="codec of the new store (default from config)")
+    _checksum_flags(p)
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     p.set_defaults(handler=run_ingest)
 
@@ -44,8 +51,16 @@ def register(sub, common) -> None:
     r.add_argument("--feature-chunk", type=_positive_int, metavar="N", help="features per stored chunk (default about chunk-size bytes)")
     r.add_argument("--sample-chunk", type=_positive_int, metavar="N", help="samples per stored chunk (default all: full height)")
     r.add_argument("--compressor", choices=("none", "zstd", "lz4"), help="codec of the new store (default from config)")
+    _checksum_flags(r)
     r.add_argument("--overwrite", action="store_true", help="replace OUT if it exists (OUT may be IN)")
     r.set_defaults(handler=run_rechunk)
+
+
+def _checksum_flags(p) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--checksum", dest="checksum", action="store_const", const=True, default=None,
+                       help="store a crc32c checksum with every chunk of X, verified on every read (default from config checksum)")
+    group.add_argument("--no-checksum", dest="checksum", action="store_const", const=False, help="store no checksums")
 
 
 def _report(path) -> None:
@@ -69,7 +84,8 @@ def run_ingest(args: argparse.Namespace) -> int:
     out = ingest(
         args.source, args.output, labels=args.labels, label_column=args.label_column, id_column=args.id_column,
         dataset=args.dataset, header=args.header, delimiter=args.delimiter, feature_chunk=args.feature_chunk,
-        dtype=args.dtype, compressor=args.compressor, overwrite=args.overwrite,
+        dtype=args.dtype, compressor=args.compressor, checksum=args.checksum, allow_lossy_cast=args.allow_lossy_cast,
+        missing_chunks_are_fill=args.missing_chunks_are_fill, overwrite=args.overwrite,
     )
     _report(out)
     return 0
@@ -84,7 +100,7 @@ def run_rechunk(args: argparse.Namespace) -> int:
     if not output:
         raise WidemlError("no output given; run `wideml rechunk IN OUT` (or -o OUT).")
     out = rechunk(args.input, output, feature_chunk=args.feature_chunk, sample_chunk=args.sample_chunk,
-                  compressor=args.compressor, overwrite=args.overwrite)
+                  compressor=args.compressor, checksum=args.checksum, overwrite=args.overwrite)
     _report(out)
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import warnings
 
@@ -18,6 +19,15 @@ from wideml.exceptions import PerformanceWarning, WidemlError
 
 #: Modules under wideml.cli that each add subcommands through ``register(subparsers, common)``.
 COMMAND_MODULES = ("store_commands", "ingest_commands", "simulate", "model_commands")
+
+#: argparse destinations holding file-system paths: made absolute once, right after parsing, so no
+#: handler (and no dask graph) ever sees a relative path. A subcommand may add its own with
+#: ``set_defaults(path_args=(...))``.
+PATH_ARGS = ("store", "model", "input", "out", "output", "plot", "source", "labels", "config", "workdir")
+
+#: Commands whose outputs are written by the scheduler's workers (a model's p-sized arrays, a store's
+#: chunks): on a dask.distributed scheduler the workers must be able to write into the output's folder.
+WORKER_WRITTEN_OUTPUTS = {"fit": ("output",), "ingest": ("output",), "simulate": ("output",), "rechunk": ("output", "out")}
 
 
 def _common_parser() -> argparse.ArgumentParser:
@@ -53,6 +63,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
+    """Make every path argument of ``args`` absolute (``~`` expanded), in place; URLs (``scheme://``) are left alone.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments; the destinations named in :data:`PATH_ARGS` (and
+        in ``args.path_args``) that hold a non-empty string are rewritten.
+
+    Returns
+    -------
+    argparse.Namespace
+        ``args``.
+    """
+    for dest in (*PATH_ARGS, *getattr(args, "path_args", ())):
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and value.strip() and "://" not in value:
+            setattr(args, dest, os.path.abspath(os.path.expanduser(value)))
+    return args
+
+
+def _check_worker_outputs(args: argparse.Namespace) -> None:
+    """On a dask.distributed scheduler, refuse before any work if a worker cannot write the output's folder."""
+    from wideml.runtime.cluster_check import require_directory
+
+    for dest in WORKER_WRITTEN_OUTPUTS.get(getattr(args, "command", None), ()):
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and os.path.isabs(value) and os.path.isdir(os.path.dirname(value)):
+            require_directory(os.path.dirname(value), "the output folder")
+
+
 def _apply_common(args: argparse.Namespace) -> None:
     import dask.config
 
@@ -77,11 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("always", PerformanceWarning)
     warnings.formatwarning = lambda msg, cat, *a, **k: f"wideml: warning: {msg}\n"
     try:
+        absolute_paths(args)
         _apply_common(args)
         if getattr(args, "needs_scheduler", True):
             from wideml.runtime.scheduler import use_scheduler
 
             with use_scheduler(getattr(args, "scheduler", None)):
+                _check_worker_outputs(args)
                 return int(args.handler(args) or 0)
         return int(args.handler(args) or 0)
     except WidemlError as exc:

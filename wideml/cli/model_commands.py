@@ -13,6 +13,19 @@ from wideml.cli.argtypes import positive_int as _positive_int
 from wideml.exceptions import WidemlError
 
 
+_IGNORE_LAYOUT_HELP = ("run even if the store's feature_shape, spatial reference or feature_ids differ from the model's "
+                       "(only if you know its features are the training features in the training order)")
+
+
+def _layout_checks(args: argparse.Namespace):
+    """The feature-layout check, or its override with --ignore-feature-layout."""
+    import contextlib
+
+    from wideml.storage.layout import ignore_feature_layout
+
+    return ignore_feature_layout() if getattr(args, "ignore_feature_layout", False) else contextlib.nullcontext()
+
+
 def register(sub, common) -> None:
     from wideml.estimators.registry import METHODS
 
@@ -46,6 +59,7 @@ def register(sub, common) -> None:
     p.add_argument("store")
     p.add_argument("-o", "--output", required=True, help="output .npy or .csv (n_samples x n_components)")
     p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--ignore-feature-layout", action="store_true", help=_IGNORE_LAYOUT_HELP)
     p.set_defaults(handler=run_transform)
 
     p = sub.add_parser("predict", parents=[common], help="predict labels of a store with a fitted model (one pass)")
@@ -53,12 +67,14 @@ def register(sub, common) -> None:
     p.add_argument("store")
     p.add_argument("-o", "--output", help="write predictions (and probabilities) as CSV")
     p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--ignore-feature-layout", action="store_true", help=_IGNORE_LAYOUT_HELP)
     p.set_defaults(handler=run_predict)
 
     p = sub.add_parser("cv", parents=[common], help="cross-validated error against dimension for several methods, from one pass")
     p.add_argument("store")
     p.add_argument("--methods", default="lol,pca,rrlda", help="comma-separated methods (default lol,pca,rrlda)")
-    p.add_argument("--max-dim", type=_positive_int, default=20, help="largest embedding dimension (default 20)")
+    p.add_argument("--max-dim", type=_positive_int, default=None,
+                   help=f"largest embedding dimension (default {DEFAULT_MAX_DIM}, or what the training folds allow if fewer)")
     p.add_argument("--folds", type=_positive_int, default=10, help="number of stratified folds (default 10)")
     p.add_argument("--classifier", choices=("lda", "qda"), default="lda")
     p.add_argument("--seed", type=int, default=0, help="fold shuffling seed")
@@ -96,7 +112,7 @@ def _build(method_name: str, args, n_samples: int | None = None) -> object:
 
 def run_fit(args: argparse.Namespace) -> int:
     from wideml.storage import open_store
-    from wideml.storage.model import save_model
+    from wideml.estimators.persistence import save_model
 
     _check_new_output(args.output, args.overwrite)
     store = open_store(args.store)
@@ -124,13 +140,14 @@ def run_fit(args: argparse.Namespace) -> int:
 
 def run_transform(args: argparse.Namespace) -> int:
     from wideml.storage import open_store
-    from wideml.storage.model import load_model
+    from wideml.estimators.persistence import load_model
 
     _check_new_output(args.output, args.overwrite)
     if not args.output.endswith((".npy", ".csv")):
         raise WidemlError(f"output {args.output!r} must end in .npy or .csv.")
     model = load_model(args.model)
-    Z = model.transform(open_store(args.store))
+    with _layout_checks(args):
+        Z = model.transform(open_store(args.store))
     _write_atomic(args.output, lambda tmp: np.save(tmp, Z) if args.output.endswith(".npy") else np.savetxt(tmp, Z, delimiter=","))
     print(f"wrote {Z.shape[0]} x {Z.shape[1]} embedding to {args.output}")
     return 0
@@ -151,23 +168,29 @@ def _write_atomic(path: str, write) -> None:
 
 def run_predict(args: argparse.Namespace) -> int:
     from wideml.storage import open_store
-    from wideml.storage.model import load_model
+    from wideml.estimators.persistence import load_model
 
     _check_new_output(args.output, args.overwrite)
     model = load_model(args.model)
     if not hasattr(model, "predict"):
         raise WidemlError(f"model {args.model!r} is an embedding without a classifier; use `wideml transform`.")
     store = open_store(args.store)
-    proba = model.predict_proba(store) if hasattr(model, "predict_proba") else None
-    pred = model.classes_[np.argmax(proba, axis=1)] if proba is not None else model.predict(store)
+    with _layout_checks(args):
+        proba = model.predict_proba(store) if hasattr(model, "predict_proba") else None
+        pred = model.classes_[np.argmax(proba, axis=1)] if proba is not None else model.predict(store)
     ids = store.sample_ids if store.sample_ids is not None else np.arange(store.n_samples)
     if args.output:
-        def write(fh):
-            header = "sample_id,prediction" + ("".join(f",p_{c}" for c in model.classes_) if proba is not None else "")
-            fh.write((header + "\n").encode())
+        def write(fh):  # csv quoting: labels may hold commas, quotes or newlines
+            import csv
+            import io
+
+            text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+            out = csv.writer(text, lineterminator="\n")
+            out.writerow(["sample_id", "prediction"] + ([f"p_{c}" for c in model.classes_] if proba is not None else []))
             for i in range(len(pred)):
-                row = f"{ids[i]},{pred[i]}" + ("".join(f",{v:.6g}" for v in proba[i]) if proba is not None else "")
-                fh.write((row + "\n").encode())
+                out.writerow([ids[i], pred[i]] + ([f"{v:.6g}" for v in proba[i]] if proba is not None else []))
+            text.flush()
+            text.detach()
         _write_atomic(args.output, write)
         print(f"wrote {len(pred)} predictions to {args.output}")
     else:
@@ -181,18 +204,32 @@ def run_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``wideml cv``'s largest embedding dimension when --max-dim is not given.
+DEFAULT_MAX_DIM = 20
+
+
 def run_cv(args: argparse.Namespace) -> int:
+    """``wideml cv``: every method, option and the fold count are checked before the first pass over X."""
     from wideml.estimators.cv import cross_validate_dims
     from wideml.estimators.registry import get_method
     from wideml.storage import open_store
 
     _check_new_output(args.output, args.overwrite)
     _check_new_output(args.plot, args.overwrite)
-    names = [m.strip() for m in args.methods.split(",") if m.strip()]
+    names = list(dict.fromkeys(m.strip() for m in args.methods.split(",") if m.strip()))
+    if not names:
+        raise WidemlError(f"--methods {args.methods!r} names no method; give a comma-separated list such as lol,pca,rrlda.")
     methods = {name: get_method(name) for name in names}
-    estimators = {name: m.build(n_components=args.max_dim) for name, m in methods.items() if m.gram_based}
     other = [name for name, m in methods.items() if not m.gram_based]
+    if args.plot and len(other) == len(names):
+        raise WidemlError("--plot draws error against dimension, which only lol, qoq, pca and rrlda have; drop --plot or add one of them.")
     store = open_store(args.store)
+    if store.y is None:
+        raise WidemlError(f"store {args.store!r} holds no labels y; cross-validation needs labels.")
+    _check_folds(args.folds, store.y)
+    estimators = {name: _cv_projector(m, args, store) for name, m in methods.items() if m.gram_based}
+    for name in other:  # parameters of every method checked before any pass
+        _build(name, args, store.n_samples)._validate_parameters()
     if estimators:
         report = cross_validate_dims(estimators, store, cv=args.folds, classifier=args.classifier, random_state=args.seed)
         print(report.table())
@@ -205,8 +242,6 @@ def run_cv(args: argparse.Namespace) -> int:
         out = out | {"store": str(Path(args.store).resolve())}
         _write_atomic(args.output, lambda fh: fh.write(json.dumps(out, indent=2).encode()))
         print(f"report written to {args.output}")
-    if args.plot and report is None:
-        raise WidemlError("--plot draws error against dimension, which only lol, qoq, pca and rrlda have; drop --plot or add one of them.")
     if args.plot:
         from wideml.cli.plots import plot_cv
 
@@ -215,12 +250,28 @@ def run_cv(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_folds(folds: int, y) -> None:
+    """At least 2 folds, and no more than the smallest class has samples (stratified folds)."""
+    if folds < 2:
+        raise WidemlError(f"--folds {folds} is too few for cross-validation; use at least 2.")
+    smallest = int(np.unique(y, return_counts=True)[1].min())
+    if folds > smallest:
+        raise WidemlError(f"--folds {folds} needs at least {folds} samples in every class, but the smallest class has {smallest}; lower --folds.")
+
+
+def _cv_projector(method, args, store):
+    """A Gram-based method's estimator with d_max = --max-dim, or by default the smaller of 20 and what a training fold allows."""
+    est = method.build(n_components=args.max_dim or DEFAULT_MAX_DIM)
+    if args.max_dim is None:
+        n, K = store.n_samples, len(np.unique(store.y))
+        n_train = n - -(-n // args.folds) - K  # smallest stratified training fold, with a margin for rounding per class
+        est.set_params(n_components=max(1, min(DEFAULT_MAX_DIM, est._component_bound(n_train, K, store.n_features))))
+    return est
+
+
 def _cv_other(names: list[str], store, args) -> dict:
     """Cross-validated error of methods without a dimension to choose (encoder: one pass; others: a fit per fold)."""
-    import numpy as np
     from sklearn.model_selection import StratifiedKFold
-
-    from wideml.estimators.registry import get_method
 
     results = {}
     for name in names:
@@ -236,9 +287,10 @@ def _cv_other(names: list[str], store, args) -> dict:
             folds = StratifiedKFold(args.folds, shuffle=True, random_state=args.seed)
             X = store.X
             for train, test in folds.split(np.zeros((store.n_samples, 1)), store.y):
-                est = get_method(name).build(seed=args.seed)
-                est.fit(X[np.sort(train)], store.y[np.sort(train)])
-                errors.append(float(np.mean(est.predict(X[np.sort(test)]) != store.y[np.sort(test)])))
+                train, test = np.sort(train), np.sort(test)
+                est = _build(name, args, len(train))  # lfl: wrapped in its classifier, as `wideml fit` does
+                est.fit(X[train], store.y[train])
+                errors.append(float(np.mean(est.predict(X[test]) != store.y[test])))
             errors = np.asarray(errors)
         results[name] = {"fold_errors": errors.tolist(), "error": float(errors.mean()), "std": float(errors.std())}
         print(f"{name:<10} {'-':>7} {results[name]['error']:>8.4f}   (fixed dimension; sd over folds {results[name]['std']:.4f})")

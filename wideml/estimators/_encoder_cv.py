@@ -22,6 +22,7 @@ from wideml.estimators._encoder_fit import (
     _spearman_plan,
     _validate_params,
 )
+from wideml.estimators._params import CV_FOLDS, NONE, SEED, check_parameters
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
 
@@ -71,15 +72,17 @@ def cross_validate_encoder(
     """
     from wideml.estimators.encoder import EncoderClassifier
 
+    check_parameters("cross_validate_encoder", {"cv": cv, "random_state": random_state}, {"cv": CV_FOLDS, "random_state": [SEED, NONE]})
     est = EncoderClassifier(kernels, selection, baseline, switch_threshold, "fast", spearman, sketch_size, precision,
                             random_state if random_state is not None else 0)
+    params = est.get_params(deep=False)
+    check_parameters("cross_validate_encoder", {k: v for k, v in params.items() if k not in ("form", "workdir")},
+                     est._parameter_constraints)
     kernels = _validate_params(est)
     data = _fit_data(X, y)
     n, p, K = data.n_samples, data.n_features, data.n_classes
     if isinstance(cv, numbers.Integral):
         min_count = int(np.bincount(data.codes).min())
-        if cv < 2:
-            raise WidemlError(f"cv={cv} folds is too few; use at least 2.")
         if cv > min_count:
             raise WidemlError(f"cv={cv} folds need at least {cv} samples in every class, but the smallest class has {min_count}; lower cv.")
         cv = StratifiedKFold(int(cv), shuffle=True, random_state=random_state)

@@ -57,14 +57,12 @@ def _memory_input(X, n_features: int | None):
 
 def _fit_data(X, y) -> FitInput:
     """Validated training input; numpy-like X stays a plain array (``X`` is None: no dask view is built)."""
-    if y is not None and not (isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "iubU"):
-        from sklearn.utils.multiclass import check_classification_targets
-
-        check_classification_targets(np.asarray(y) if not isinstance(y, np.ndarray) else y)
     Xm = _memory_input(X, None)
     if Xm is None:
         return fit_input(X, y)
-    return _MemoryFitInput(None, *_memory_labels(y, Xm.shape[0]), True, Xm, {"input": "numpy"})
+    from wideml.storage.layout import layout_of
+
+    return _MemoryFitInput(None, *_memory_labels(y, Xm.shape[0]), True, Xm, {"input": "numpy"}, layout_of(X))
 
 
 def _memory_labels(y, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -73,12 +71,10 @@ def _memory_labels(y, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     if y is None:
         raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        from sklearn.utils.validation import column_or_1d
+    from wideml.estimators._input import _one_column, _refuse_continuous
 
-        y = column_or_1d(y, warn=True)
-    y = check_labels(y, n, what="y")
+    y = check_labels(_one_column(y), n, what="y")
+    _refuse_continuous(y)
     classes, codes = np.unique(y, return_inverse=True)
     return y, classes, codes.astype(np.int64)
 
@@ -123,7 +119,7 @@ def _group_array(group: str, name: str, arrays: dict) -> da.Array:
     from wideml.storage.reader import ZarrReader
 
     shape, chunks = arrays[name]
-    reader = ZarrReader(group, name, shape, np.float64, chunks)
+    reader = ZarrReader(group, name, shape, np.float64, chunks, missing="fill")  # zarr skips all-zero chunks of model arrays
     return da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0)),
                          name=f"wideml-encoder-{name}-{uuid.uuid4().hex}")
 

@@ -11,6 +11,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from wideml.algebra import encoder as alg
 from wideml.estimators._encoder_data import _one_blas_thread, _run
+from wideml.estimators._params import NONE, PRECISION, SEED, Interval, Options, PathLike, Satisfies
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
 from wideml.passes.chunkmath import check_precision
@@ -259,6 +260,30 @@ class _SetPlan:
             a = _set_stats(stats, ranks, s, K)
             parts.append((a.rows(tr), codes[tr], a.rows(te), codes[te]))
         return parts
+
+
+def _kernel_names(value) -> bool:
+    alg.resolve_kernels(value)
+    return True
+
+
+def _kernel_name(value) -> bool:
+    return isinstance(value, str) and alg.ALIASES.get(value, value) in alg.KERNELS
+
+
+#: The encoder's constraint table (``EncoderClassifier._parameter_constraints``).
+ENCODER_CONSTRAINTS = {
+    "kernels": [Satisfies(_kernel_names, f"kernel names among {', '.join(map(repr, alg.KERNELS))} (a list or a comma-separated string)")],
+    "selection": [Options(*SELECTIONS)],
+    "baseline": [Satisfies(_kernel_name, f"one of {', '.join(map(repr, alg.KERNELS))}"), NONE],
+    "switch_threshold": [Interval(0, 1, closed="left")],
+    "form": [Options(*FORMS)],
+    "spearman": [Options(*SPEARMAN_MODES)],
+    "sketch_size": [Interval(16, integer=True)],
+    "precision": [PRECISION],
+    "random_state": [SEED],
+    "workdir": [PathLike(), NONE],
+}
 
 
 def _validate_params(est) -> tuple[str, ...]:

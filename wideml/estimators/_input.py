@@ -10,6 +10,7 @@ import numpy as np
 from wideml.exceptions import WidemlError
 from wideml.passes.blocks import as_dask_array
 from wideml.storage.featurestore import FeatureStore
+from wideml.storage.layout import FeatureLayout, check_layout, layout_of
 from wideml.storage.writer import check_labels
 
 
@@ -29,6 +30,9 @@ class FitInput:
         The original array when ``in_memory``.
     source : dict
         Provenance (store path or input type).
+    layout : FeatureLayout or None
+        The training features' layout (count, feature_shape, spatial reference,
+        feature_ids fingerprint), recorded by estimators as ``feature_layout_``.
     """
 
     X: da.Array
@@ -38,6 +42,7 @@ class FitInput:
     in_memory: bool
     numpy_X: np.ndarray | None
     source: dict
+    layout: FeatureLayout | None = None
 
     @property
     def n_samples(self) -> int:
@@ -68,16 +73,33 @@ def _numpy_input(X, min_samples: int = 2):
     return check_array(X, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=min_samples)
 
 
-def fit_input(X, y) -> FitInput:
-    """Validate (X, y) from any supported source; no pass over X (metadata only)."""
+def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
+    """Validate (X, y) from any supported source; no pass over X (metadata only).
+
+    Parameters
+    ----------
+    X : array-like, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,) or None
+        Labels of any kind (ints, bools, strings, ``StringDType``, pandas
+        categoricals), kept as given (:func:`wideml.storage.labels.normalise_labels`);
+        taken from the store when X is a FeatureStore and y is None.
+    require_labels : bool, default True
+        False for unsupervised methods (PCA): without labels every sample is
+        put in one class (``classes`` = [0]).
+
+    Returns
+    -------
+    FitInput
+    """
     source: dict = {}
     numpy_X = None
+    layout = layout_of(X)
     if isinstance(X, FeatureStore):
         source = {"store": str(X.path), "format": X.format}
         if y is None:
             y = X.y
         X = X.X
-    if y is None:
+    if y is None and require_labels:
         raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
     if isinstance(X, da.Array) or hasattr(X, "store_path") or type(X).__module__.startswith(("zarr", "h5py")):
         source = source or {"input": type(X).__module__.split(".")[0]}
@@ -88,18 +110,57 @@ def fit_input(X, y) -> FitInput:
         Xd = as_dask_array(numpy_X)
     if Xd.ndim != 2:
         raise WidemlError(f"X must be 2-D (n_samples, n_features), got shape {Xd.shape}; reshape it.")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
+    if y is None:
+        codes = np.zeros(Xd.shape[0], dtype=np.int64)
+        return FitInput(regular_feature_chunks(Xd), codes, np.zeros(1, dtype=np.int64), codes, numpy_X is not None, numpy_X, source, layout)
+    y = _one_column(y)
+    y = check_labels(y, Xd.shape[0], what="y")
+    _refuse_continuous(y)
+    classes, codes = np.unique(y, return_inverse=True)
+    return FitInput(regular_feature_chunks(Xd), y, classes, codes.astype(np.int64).ravel(), numpy_X is not None, numpy_X, source, layout)
+
+
+def _one_column(y):
+    """A column vector (n, 1) of labels as 1-D, with scikit-learn's warning; anything else unchanged."""
+    shape = getattr(y, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[1] == 1:
         from sklearn.utils.validation import column_or_1d
 
-        y = column_or_1d(y, warn=True)
-    y = check_labels(y, Xd.shape[0], what="y")
-    classes, codes = np.unique(y, return_inverse=True)
-    return FitInput(regular_feature_chunks(Xd), y, classes, codes.astype(np.int64), numpy_X is not None, numpy_X, source)
+        return column_or_1d(np.asarray(y).astype(object) if np.asarray(y).dtype.kind == "T" else y, warn=True)
+    return y
 
 
-def predict_input(X, n_features: int, name: str = "the model") -> da.Array:
-    """Validate new data against the fitted feature count; returns a feature-chunked dask array."""
+def _refuse_continuous(y: np.ndarray) -> None:
+    """Float labels that are not whole numbers look like a regression target: refuse them (scikit-learn does too)."""
+    if y.dtype.kind == "f" and not np.all(y == np.round(y)):
+        bad = y[y != np.round(y)][0]
+        raise WidemlError(
+            f"y holds continuous values (e.g. {float(bad)!r}), which look like a regression target, not class labels; "
+            "give integer or string labels."
+        )
+
+
+def predict_input(X, n_features: int, name: str = "the model", layout: FeatureLayout | None = None) -> da.Array:
+    """Validate new data against the fitted features; returns a feature-chunked dask array (no pass over X).
+
+    Parameters
+    ----------
+    X : array-like, pandas DataFrame, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
+    n_features : int
+        The number of features the model was fitted on (always checked).
+    name : str
+        How errors name the model.
+    layout : FeatureLayout, optional
+        The layout recorded at fit (``feature_layout_``): X's feature_shape,
+        spatial reference and feature_ids, where X has them, must match it
+        unless the check is switched off (:func:`wideml.ignore_feature_layout`).
+
+    Raises
+    ------
+    WidemlError
+        One sentence saying what differs.
+    """
+    check_feature_layout(X, n_features, name, layout)
     if isinstance(X, FeatureStore):
         X = X.X
     if not (isinstance(X, da.Array) or type(X).__module__.startswith(("zarr", "h5py"))):
@@ -111,3 +172,16 @@ def predict_input(X, n_features: int, name: str = "the model") -> da.Array:
             "give data with the training features in the same order."
         )
     return Xd
+
+
+def check_feature_layout(X, n_features: int, name: str = "the model", layout: FeatureLayout | None = None) -> None:
+    """Refuse X whose feature layout differs from the one recorded at fit (metadata only; see :func:`predict_input`).
+
+    A different number of features is left to the caller's count check.
+    """
+    if layout is None:
+        return
+    data_layout = layout_of(X)
+    if data_layout is not None and data_layout.n_features == n_features:
+        data_name = f"the store {str(X.path)!r}" if isinstance(X, FeatureStore) else "X"
+        check_layout(layout, data_layout, data_name=data_name, model_name=name)

@@ -12,10 +12,11 @@ from threadpoolctl import threadpool_limits
 
 from wideml.algebra.lol import Projection, _check_components
 from wideml.estimators._input import FitInput, fit_input, predict_input
+from wideml.estimators._params import NON_NEGATIVE_INT, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Options, PathLike
 from wideml.estimators._solver import folds_loadings
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
-from wideml.passes.chunkmath import check_precision, class_medians, resolve_precision
+from wideml.passes.chunkmath import class_medians, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
 from wideml.passes.loadings import LOADINGS, emit_pass, project_pass
 from wideml.runtime import compute
@@ -45,7 +46,7 @@ def _inverse_cholesky(AtA: np.ndarray) -> np.ndarray:
     return scipy.linalg.solve_triangular(R, np.eye(R.shape[0]), lower=False)
 
 
-class GramProjector(TransformerMixin, BaseEstimator):
+class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
     """Base class: one Gram pass, n x n algebra, one emit pass.
 
     Subclasses implement :meth:`_projection` (pure algebra on the Gram) and
@@ -65,18 +66,23 @@ class GramProjector(TransformerMixin, BaseEstimator):
         raise NotImplementedError
 
     # -- parameters -----------------------------------------------------------------
-    def _validate_common(self) -> None:
-        n = self.n_components
-        if n is not None and (not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1):
-            raise WidemlError(f"n_components must be a positive integer, got {n!r}.")
-        if self.solver not in SOLVERS:
-            raise WidemlError(f"solver={self.solver!r} is not one of {', '.join(map(repr, SOLVERS))}.")
-        q, o = getattr(self, "n_power_iter", 1), getattr(self, "n_oversamples", 10)
-        if not isinstance(q, numbers.Integral) or q < 0:
-            raise WidemlError(f"n_power_iter must be a non-negative integer, got {q!r}.")
-        if not isinstance(o, numbers.Integral) or o < 0:
-            raise WidemlError(f"n_oversamples must be a non-negative integer, got {o!r}.")
-        check_precision(self.precision)
+    _parameter_constraints = {
+        "n_components": [POSITIVE_INT, NONE],
+        "solver": [Options(*SOLVERS)],
+        "precision": [PRECISION],
+        "workdir": [PathLike(), NONE],
+        "n_oversamples": [NON_NEGATIVE_INT],
+        "n_power_iter": [NON_NEGATIVE_INT],
+        "random_state": [SEED, NONE],
+    }
+
+    def _component_bound(self, n: int, n_classes: int, p: int) -> int:
+        """Most components the data allow (LOL/QOQ: K-1 centroid differences + min(n - K, p) directions)."""
+        return (n_classes - 1) + min(n - n_classes, p)
+
+    def _target_required(self) -> bool:
+        """Whether ``fit`` needs labels (every method but PCA)."""
+        return True
 
     def _resolved_precision(self, dtype) -> str:
         return resolve_precision(self.precision, dtype)
@@ -92,7 +98,8 @@ class GramProjector(TransformerMixin, BaseEstimator):
         ----------
         X : array-like, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Labels (taken from the store when X is a FeatureStore and y is None).
+            Labels of any kind (taken from the store when X is a FeatureStore
+            and y is None); optional for PCA, required by the other methods.
 
         Returns
         -------
@@ -100,6 +107,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
 
         Notes
         -----
+        Parameters are checked (:meth:`_validate_parameters`) before X is read.
         With the Gram solver, makes **two passes** over X: the
         Gram/class-statistics pass, then the emit pass that writes the p x d
         loadings chunk by chunk. With the randomized solver, makes
@@ -108,8 +116,8 @@ class GramProjector(TransformerMixin, BaseEstimator):
         outweigh a quarter of X: :func:`folds_loadings`). ``n_fit_passes_``
         records the count.
         """
-        self._validate_common()
-        data = fit_input(X, y)
+        self._validate_parameters()
+        data = fit_input(X, y, require_labels=self._target_required())
         self._fit_data(data)
         return self
 
@@ -147,6 +155,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
         self.n_fit_passes_ = total
         self.precision_ = self._resolved_precision(data.X.dtype)
         self.provenance_ = dict(data.source)
+        self.feature_layout_ = data.layout
         self._group = group
         self.components_ = components.T
         if group is not None:
@@ -334,7 +343,7 @@ class GramProjector(TransformerMixin, BaseEstimator):
         Makes **one pass** over X (and reads the loadings once).
         """
         check_is_fitted(self, "components_")
-        Xd = predict_input(X, self.n_features_in_, type(self).__name__)
+        Xd = predict_input(X, self.n_features_in_, type(self).__name__, layout=getattr(self, "feature_layout_", None))
         (Z,) = compute(project_pass(Xd, self.components_.T, self.precision), label=f"{type(self).__name__} transform: one pass")
         return Z - self.offset_
 
@@ -368,7 +377,9 @@ class GramProjector(TransformerMixin, BaseEstimator):
     @classmethod
     def _from_model_state(cls, params, state, arrays):
         est = cls(**params)
-        est.classes_ = np.asarray(arrays["classes"][...])
+        from wideml.storage.labels import classes_from_model
+
+        est.classes_ = classes_from_model(arrays["classes"])  # text classes: zarr reads StringDType, back to <U
         est.train_codes_ = np.asarray(arrays["train_codes"][...])
         est.n_features_in_ = state["n_features_in"]
         est.n_components_ = state["n_components"]
@@ -386,5 +397,5 @@ class GramProjector(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
+        tags.target_tags.required = self._target_required()
         return tags

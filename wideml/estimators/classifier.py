@@ -6,6 +6,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
 from sklearn.utils.validation import check_is_fitted
 
+from wideml.estimators._params import NONE, CheckedParams, Options, Satisfies
 from wideml.exceptions import WidemlError
 
 CLASSIFIERS = ("lda", "qda")
@@ -20,7 +21,14 @@ def make_classifier(name: str):
     raise WidemlError(f"classifier={name!r} is not one of {', '.join(map(repr, CLASSIFIERS))}.")
 
 
-class EmbeddingClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+def _is_projector(value) -> bool:
+    from wideml.estimators._projector import GramProjector
+    from wideml.estimators.lfl import LFL
+
+    return isinstance(value, (GramProjector, LFL))
+
+
+class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEstimator):
     """An embedding (LOL, QOQ, PCA, rrLDA) followed by LDA or QDA on the embedded samples.
 
     The classifier is trained on the embedding's ``embedding_`` (computed
@@ -40,20 +48,37 @@ class EmbeddingClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     n_features_in_ : int
     """
 
+    _parameter_constraints = {
+        "embedding": [Satisfies(_is_projector, "a LOL, PCA, RRLDA or LFL instance"), NONE],
+        "classifier": [Options(*CLASSIFIERS)],
+    }
+
     def __init__(self, embedding=None, classifier="lda"):
         self.embedding = embedding
         self.classifier = classifier
 
     def fit(self, X, y=None):
-        """Fit the embedding (2 passes over X), then the classifier on the training embedding."""
+        """Fit the embedding (2 passes over X), then the classifier on the training embedding.
+
+        Parameters (this estimator's and the embedding's) and labels are
+        checked before X is read; y may be of any label kind and is required
+        (taken from the store when X is a labelled FeatureStore).
+        """
         from wideml.estimators.lol import LOL
 
+        self._validate_parameters()
+        if y is None and getattr(X, "y", None) is None:
+            raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
         clf = make_classifier(self.classifier)
         emb = clone(self.embedding) if self.embedding is not None else LOL()
         emb.fit(X, y)
         self.embedding_ = emb
         self._fit_classifier(clf, emb.embedding_, emb.classes_)
         return self
+
+    def _check_parameter_combinations(self) -> None:
+        if self.embedding is not None:
+            self.embedding._validate_parameters()
 
     def _fit_classifier(self, clf, Z, classes):
         self.classifier_ = clf.fit(Z, classes[self.embedding_.train_codes_])
@@ -91,10 +116,12 @@ class EmbeddingClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     @classmethod
     def _from_model_state(cls, params, state, arrays):
-        from wideml.storage.model import _import_class, _unjson
+        from wideml.estimators.persistence import EMBEDDINGS, decode_params, registered_class
 
-        emb_cls = _import_class(state["embedding_class"])
-        emb = emb_cls._from_model_state(_unjson(state["embedding_params"]), state["embedding_state"], arrays)
+        # checked by load_model already; looked up in the registry again here, never imported
+        emb_cls = registered_class(state["embedding_class"], EMBEDDINGS, "state.embedding_class")
+        emb = emb_cls._from_model_state(decode_params(emb_cls, state["embedding_params"], "state.embedding_params"),
+                                        state["embedding_state"], arrays)
         est = cls(**params)
         est.embedding_ = emb
         est._fit_classifier(make_classifier(est.classifier), emb.embedding_, emb.classes_)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -9,8 +10,9 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold, check_cv
 
 from wideml.estimators._input import fit_input
+from wideml.estimators._params import CV_FOLDS, NONE, SEED, Options, Satisfies, check_parameters
 from wideml.estimators._projector import GramProjector, small_algebra_threads
-from wideml.estimators.classifier import make_classifier
+from wideml.estimators.classifier import CLASSIFIERS, make_classifier
 from wideml.exceptions import WidemlError
 from wideml.passes.gram import gram_pass
 from wideml.runtime import compute
@@ -110,26 +112,27 @@ def cross_validate_dims(
     """
     if isinstance(estimators, GramProjector):
         estimators = {type(estimators).__name__.lower(): estimators}
-    if not estimators:
-        raise WidemlError("no methods to cross-validate; give at least one of lol, pca, rrlda, qoq.")
+    if not isinstance(estimators, dict) or not estimators:
+        raise WidemlError("no methods to cross-validate; give a LOL, PCA or RRLDA instance or a dict of them (name -> estimator).")
+    check_parameters("cross_validate_dims", {"cv": cv, "classifier": classifier, "dims": dims, "random_state": random_state},
+                     CV_DIMS_CONSTRAINTS)
     for name, est in estimators.items():
         if not isinstance(est, GramProjector):
-            raise WidemlError(f"method {name!r} is a {type(est).__name__}, not a Gram-based projector (LOL, PCA, RRLDA).")
-        est._validate_common()
-    make_classifier(classifier)
+            raise WidemlError(f"method {name!r} is a {type(est).__name__}, not a Gram-based projector (LOL, PCA, RRLDA); "
+                              "cross-validate it by refitting per fold (`wideml cv` does so for lfl).")
+        est._validate_parameters()
     data = fit_input(X, y)
     n, K = data.n_samples, data.n_classes
     min_count = int(np.bincount(data.codes).min())
-    if isinstance(cv, int):
-        if cv < 2:
-            raise WidemlError(f"cv={cv} folds is too few; use at least 2.")
+    if isinstance(cv, numbers.Integral):
         if cv > min_count:
             raise WidemlError(
                 f"cv={cv} folds need at least {cv} samples in every class, but the smallest class has {min_count}; lower cv."
             )
-        cv = StratifiedKFold(cv, shuffle=True, random_state=random_state)
+        cv = StratifiedKFold(int(cv), shuffle=True, random_state=random_state)
     cv = check_cv(cv, data.y, classifier=True)
     folds = list(cv.split(np.zeros((n, 1)), data.codes))
+    _check_dimensions(estimators, data, folds, dims)
     robust = any(est._uses_medians() for est in estimators.values())
     precisions = {getattr(est, "precision", "auto") for est in estimators.values()}
     precision = "float64" if "float64" in precisions else ("float32" if precisions == {"float32"} else "auto")
@@ -143,12 +146,45 @@ def cross_validate_dims(
     return CVReport(results=results, n_folds=len(folds), classifier=classifier, n_passes=1, chance_error=float(chance))
 
 
+def _positive_ints(value) -> bool:
+    items = list(value)
+    return bool(items) and all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 1 for d in items)
+
+
+#: Constraint table of :func:`cross_validate_dims`'s own arguments.
+CV_DIMS_CONSTRAINTS = {
+    "cv": CV_FOLDS,
+    "classifier": [Options(*CLASSIFIERS)],
+    "dims": [Satisfies(_positive_ints, "a non-empty list of positive integers"), NONE],
+    "random_state": [SEED, NONE],
+}
+
+
+def _d_max(est, data) -> int:
+    return est.n_components if est.n_components is not None else est._default_components(data)
+
+
+def _check_dimensions(estimators, data, folds, dims) -> None:
+    """Before the pass: each method's d_max fits the smallest training fold, and ``dims`` leaves something to evaluate."""
+    n_train = min(len(train) for train, _ in folds)
+    for name, est in estimators.items():
+        d_max = _d_max(est, data)
+        bound = est._component_bound(n_train, data.n_classes, data.n_features)
+        if d_max > bound:
+            raise WidemlError(
+                f"method {name!r} asks for {d_max} dimensions, but a training fold of {n_train} samples allows at most {bound} "
+                f"for {est._method_name()}; lower n_components (--max-dim) or use fewer folds."
+            )
+        if dims is not None and not any(1 <= int(d) <= d_max for d in dims):
+            raise WidemlError(f"dims={list(dims)} has no dimension between 1 and method {name!r}'s d_max = {d_max}; give dims in that range.")
+
+
 def _fold_results(estimators, stats, data, folds, dims, classifier, robust) -> dict:
     """Per method: the error of every fold and dimension, from the Gram's sub-blocks (no pass over X)."""
     K = data.n_classes
     results = {}
     for name, est in estimators.items():
-        d_max = est.n_components if est.n_components is not None else est._default_components(data)
+        d_max = _d_max(est, data)
         grid = sorted({int(d) for d in (dims if dims is not None else range(1, d_max + 1)) if 1 <= int(d) <= d_max})
         fold_errors = np.zeros((len(folds), len(grid)))
         for f, (train, test) in enumerate(folds):

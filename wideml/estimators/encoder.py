@@ -122,6 +122,7 @@ from wideml.estimators._encoder_data import (
 )
 from wideml.passes.chunkmath import PRECISIONS
 from wideml.estimators._encoder_fit import (
+    ENCODER_CONSTRAINTS,
     FORMS,
     INNER_FOLDS,
     SELECTIONS,
@@ -140,14 +141,15 @@ from wideml.estimators._encoder_fit import (
     _spearman_plan,
     _validate_params,
 )
-from wideml.estimators._input import predict_input
+from wideml.estimators._input import check_feature_layout, predict_input
+from wideml.estimators._params import CheckedParams
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
 from wideml.runtime import compute
 
 
-class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Multi-kernel encoder embedding to the class means, followed by LDA.
 
     Parameters
@@ -204,6 +206,8 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         Passes over X the fit made.
     """
 
+    _parameter_constraints = ENCODER_CONSTRAINTS
+
     def __init__(self, kernels=("linear", "euclidean", "spearman"), selection="cross_entropy", baseline="linear",
                  switch_threshold=0.3, form="fast", spearman="auto", sketch_size=4096, precision="auto", random_state=0,
                  workdir=None):
@@ -237,6 +241,7 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         in one block, or approximate), +1 per extra row block when exact ranks
         must be split; ``form="full"``: 1. Recorded in ``n_fit_passes_``.
         """
+        self._validate_parameters()
         kernels = _validate_params(self)
         data = _fit_data(X, y)
         self.kernels_ = kernels
@@ -244,6 +249,7 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.n_features_in_ = data.n_features
         self.precision_ = _precision(self.precision, (data.X if data.X is not None else data.numpy_X).dtype)
         self.provenance_ = dict(data.source)
+        self.feature_layout_ = data.layout
         self.train_counts_ = np.bincount(data.codes, minlength=data.n_classes)
         self.feature_chunk_ = _feature_chunk(data)
         if self.form == "full":
@@ -401,6 +407,7 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         ``form="full"`` also reads the training data once.
         """
         check_is_fitted(self, "classifier_")
+        check_feature_layout(X, self.n_features_in_, "EncoderClassifier", getattr(self, "feature_layout_", None))
         Xmem = _memory_input(X, self.n_features_in_)
         Xd = predict_input(X, self.n_features_in_, "EncoderClassifier") if Xmem is None else None
         if self.form == "full" and not (self.kernel_ == "linear" and self.class_means_ is not None):
@@ -552,7 +559,9 @@ class EncoderClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     @classmethod
     def _from_model_state(cls, params, state, arrays):
         est = cls(**params)
-        est.classes_ = np.asarray(arrays["classes"][...])
+        from wideml.storage.labels import classes_from_model
+
+        est.classes_ = classes_from_model(arrays["classes"])  # text classes: zarr reads StringDType, back to <U
         est.n_features_in_ = int(state["n_features_in"])
         est.kernels_ = tuple(state["kernels"])
         est.kernel_ = state["kernel"]

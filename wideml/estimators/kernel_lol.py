@@ -18,10 +18,10 @@ from wideml.algebra.lol import lol_projection
 from wideml.estimators.classifier import make_classifier
 from wideml.estimators.kpca import (KernelEmbeddingMixin, choose_landmarks, fit_basis, make_kernel, one_blas_thread, training_input,
                                     training_products)
-from wideml.exceptions import WidemlError
+from wideml.estimators._params import KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams, Options
 
 
-class KernelLOL(KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
+class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """LOL in a kernel's feature space, then LDA (or QDA), from one Gram pass.
 
     Parameters
@@ -55,6 +55,15 @@ class KernelLOL(KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEst
     data and the training data together.
     """
 
+    _parameter_constraints = {
+        **KERNEL_CONSTRAINTS,
+        "n_components": [POSITIVE_INT],
+        "kpca_components": [POSITIVE_INT, NONE],
+        "first_moment": [Options("mean")],
+        "second_moment": [Options("linear", "quadratic")],
+        "classifier": [Options("lda", "qda")],
+    }
+
     def __init__(self, n_components: int = 10, kernel: str = "rbf", sigma: float = 1.0, degree: int = 2, coef0: float = 1.0,
                  gamma: float | None = None, kpca_components: int | None = None, first_moment: str = "mean",
                  second_moment: str = "linear", classifier: str = "lda", tol: float = DEFAULT_TOL,
@@ -75,9 +84,7 @@ class KernelLOL(KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEst
 
     def fit(self, X, y) -> "KernelLOL":
         """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels; one pass over X."""
-        if self.first_moment != "mean":
-            raise WidemlError(f"Kernel LOL supports first_moment='mean' only, got {self.first_moment!r}; class medians are not defined in feature space.")
-        make_classifier(self.classifier)
+        self._validate_parameters()  # first_moment: class medians are not defined in feature space, so 'mean' only
         kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
         self.training_, codes, self.classes_ = training_input(X, y)
         Xd = self.training_.array()

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.kernels import Kernel, gram_sq_distances, kernel_from_dict
 from wideml.algebra.kpca import DEFAULT_TOL, KPCAFit, fit_kpca
+from wideml.estimators._params import KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams
 from wideml.exceptions import StoreError, WidemlError
 from wideml.passes.blocks import as_dask_array
 from wideml.passes.crossgram import cross_gram_pass
@@ -74,12 +75,16 @@ class TrainingData:
     path : str or None
         Absolute path of the training feature store, if X came from one.
     shape : tuple of int
+    layout : FeatureLayout, optional
+        The training features' layout (checked against new data, and against the
+        training store when it is reopened).
     """
 
-    def __init__(self, X: da.Array | None, path: str | None, shape: tuple[int, int]):
+    def __init__(self, X: da.Array | None, path: str | None, shape: tuple[int, int], layout=None):
         self._X = X
         self.path = path
         self.shape = (int(shape[0]), int(shape[1]))
+        self.layout = layout
 
     @classmethod
     def from_input(cls, X) -> "TrainingData":
@@ -109,6 +114,9 @@ class TrainingData:
                 f"the training store {self.path!r} now has shape {tuple(store.X.shape)}, not the {self.shape} the model was "
                 "fitted on; restore the original store, or refit the model."
             )
+        from wideml.storage.layout import check_layout, layout_of
+
+        check_layout(self.layout, layout_of(store), data_name=f"the training store {self.path!r}", model_name="this kernel model")
         self._X = store.X
         return self._X
 
@@ -130,8 +138,6 @@ def training_input(X, y=None, *, supervised: bool = True):
     The training store's path is taken from the input as given (before any
     rechunking), so a model fitted on ``store.X`` can find its store again.
     """
-    from sklearn.utils.multiclass import check_classification_targets
-
     from wideml.estimators._input import _numpy_input, fit_input, regular_feature_chunks
     from wideml.storage.featurestore import FeatureStore
 
@@ -142,10 +148,8 @@ def training_input(X, y=None, *, supervised: bool = True):
         reader = _store_reader(X)
         path = str(Path(reader.path).resolve()) if reader is not None else None
     if supervised:
-        if y is not None and not isinstance(X, FeatureStore):
-            check_classification_targets(y)
-        fi = fit_input(X, y)
-        return TrainingData(fi.X, path, fi.X.shape), fi.codes, fi.classes
+        fi = fit_input(X, y)  # labels of any kind, continuous targets refused
+        return TrainingData(fi.X, path, fi.X.shape, fi.layout), fi.codes, fi.classes
     if isinstance(X, FeatureStore):
         Xd = X.X
     elif isinstance(X, da.Array) or type(X).__module__.startswith(("zarr", "h5py")):
@@ -155,7 +159,9 @@ def training_input(X, y=None, *, supervised: bool = True):
     if Xd.ndim != 2:
         raise WidemlError(f"X must be 2-D (n_samples, n_features), got shape {Xd.shape}; reshape it.")
     Xd = regular_feature_chunks(Xd)
-    return TrainingData(Xd, path, Xd.shape), None, None
+    from wideml.storage.layout import layout_of
+
+    return TrainingData(Xd, path, Xd.shape, layout_of(X)), None, None
 
 
 # --------------------------------------------------------------------------- one-pass products
@@ -204,7 +210,7 @@ def new_products(X_new, training: TrainingData, landmarks: np.ndarray | None, na
     """One pass over new data and the training data together: their cross products (m x n_ref)."""
     from wideml.estimators._input import predict_input
 
-    Xn = predict_input(X_new, training.shape[1], name)
+    Xn = predict_input(X_new, training.shape[1], name, layout=training.layout)
     (cross,) = compute(cross_gram_pass(Xn, training.array(), ref_rows=landmarks), label="cross-Gram pass")
     return Products(cross.raw_cross(), cross.sq_distances(), int(Xn.shape[1]), None)
 
@@ -277,7 +283,7 @@ def make_kernel(kind: str, sigma: float, degree: int, coef0: float, gamma: float
 # --------------------------------------------------------------------------- the transformer
 
 
-class KernelPCA(TransformerMixin, BaseEstimator):
+class KernelPCA(CheckedParams, TransformerMixin, BaseEstimator):
     """Kernel PCA of wide data from one Gram pass (the KPCA trick's coordinates).
 
     Parameters
@@ -321,6 +327,8 @@ class KernelPCA(TransformerMixin, BaseEstimator):
     ``transform`` 1 over the new data and the training data together.
     """
 
+    _parameter_constraints = {**KERNEL_CONSTRAINTS, "n_components": [POSITIVE_INT, NONE]}
+
     def __init__(self, n_components: int | None = None, kernel: str = "rbf", sigma: float = 1.0, degree: int = 2,
                  coef0: float = 1.0, gamma: float | None = None, tol: float = DEFAULT_TOL, n_landmarks: int | None = None,
                  random_state: int = 0):
@@ -344,13 +352,16 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         return self._fit(X, y).embedding_
 
     def _fit(self, X, y):
+        self._validate_parameters()
         kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
         self.training_, _, _ = training_input(X, supervised=False)
         Xd = self.training_.array()
         n = Xd.shape[0]
         codes = None
-        if y is not None:
-            codes = np.unique(np.asarray(y), return_inverse=True)[1].ravel()
+        if y is not None:  # labels only stratify the landmarks: any kind, one per sample
+            from wideml.storage.writer import check_labels
+
+            codes = np.unique(check_labels(y, n, min_classes=1, what="y"), return_inverse=True)[1].ravel()
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
         products = training_products(Xd, self.landmarks_)
         with one_blas_thread():
@@ -442,7 +453,9 @@ class KernelEmbeddingMixin:
         est.components_ = np.asarray(arrays["components"][...])
         est.embedding_ = np.asarray(arrays["embedding"][...])
         est._codes = np.asarray(arrays["codes"][...])
-        est.classes_ = np.asarray(arrays["classes"][...])
+        from wideml.storage.labels import classes_from_model
+
+        est.classes_ = classes_from_model(arrays["classes"])  # text classes: zarr reads StringDType, back to <U
         est.landmarks_ = np.asarray(arrays["landmarks"][...]) if "landmarks" in arrays else None
         est.n_features_in_ = int(state["n_features_in"])
         est._restore_extra(arrays)

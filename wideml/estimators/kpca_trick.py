@@ -29,6 +29,8 @@ from wideml.algebra.metric.dne import fit_dne
 from wideml.algebra.metric.lmnn import fit_lmnn
 from wideml.estimators.kpca import (KernelEmbeddingMixin, Products, choose_landmarks, fit_basis, make_kernel, one_blas_thread,
                                     training_input, training_products)
+from wideml.estimators._params import (KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams, Interval, Options, Satisfies,
+                                      positive_reals)
 from wideml.exceptions import WidemlError
 
 LEARNERS = ("nca", "lmnn", "dne", "none")
@@ -164,7 +166,11 @@ def fit_learner(learner, F: np.ndarray, codes: np.ndarray, target_sq_dist: np.nd
 # --------------------------------------------------------------------------- the KPCA trick
 
 
-class KPCATrick(KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
+def _is_learner(value) -> bool:
+    return hasattr(value, "fit") and not isinstance(value, type)
+
+
+class KPCATrick(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Kernelised metric learning by the KPCA trick, with 1-NN under the learned metric.
 
     Parameters
@@ -231,6 +237,18 @@ class KPCATrick(KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEst
     over the new data and the training data together.
     """
 
+    _parameter_constraints = {
+        **KERNEL_CONSTRAINTS,
+        "learner": [Options(*LEARNERS), Satisfies(_is_learner, "an estimator with fit and components_")],
+        "selection": [Options(*SELECTIONS)],
+        "sigmas": [Satisfies(positive_reals, "a non-empty list of positive numbers"), NONE],
+        "cv": [Interval(2, integer=True)],
+        "n_components": [POSITIVE_INT, NONE],
+        "learner_params": [Satisfies(lambda v: isinstance(v, dict), "a dict of the learner's keyword arguments"), NONE],
+        "n_neighbors": [POSITIVE_INT],
+        "target_space": [Options("kpca", "input")],
+    }
+
     def __init__(self, learner="nca", kernel: str = "rbf", sigma: float = 1.0, degree: int = 2, coef0: float = 1.0,
                  gamma: float | None = None, selection: str = "fixed", sigmas=None, cv: int = 5,
                  n_components: int | None = None, learner_params: dict | None = None, n_neighbors: int = 1,
@@ -254,15 +272,12 @@ class KPCATrick(KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEst
 
     # ---- checks
 
-    def _check_params(self):
-        if self.selection not in SELECTIONS:
-            raise WidemlError(f"selection {self.selection!r} is not one of {', '.join(SELECTIONS)}; pick one of them.")
-        if self.target_space not in ("kpca", "input"):
-            raise WidemlError(f"target_space {self.target_space!r} is not 'kpca' or 'input'; pick one of them.")
-        if isinstance(self.learner, str) and self.learner not in LEARNERS:
-            raise WidemlError(f"learner {self.learner!r} is not one of {', '.join(LEARNERS)}; pick one of them (or pass an estimator).")
-        if int(self.n_neighbors) < 1:
-            raise WidemlError(f"n_neighbors must be at least 1, got {self.n_neighbors}; the paper uses 1.")
+    def _check_parameter_combinations(self) -> None:
+        if self.target_space == "input" and self.n_landmarks is not None:
+            raise WidemlError("KPCATrick parameters target_space='input' and n_landmarks do not go together (input-space "
+                              "neighbours need the full Gram); use n_landmarks=None or target_space='kpca'.")
+        if self.learner == "none" and self.learner_params:
+            raise WidemlError(f"KPCATrick parameter learner='none' takes no learner_params, got {sorted(self.learner_params)}; drop them.")
 
     def _sigmas(self):
         return tuple(PAPER_SIGMAS if self.sigmas is None else self.sigmas)
@@ -307,7 +322,7 @@ class KPCATrick(KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEst
 
     def fit(self, X, y) -> "KPCATrick":
         """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels y; one pass over X."""
-        self._check_params()
+        self._validate_parameters()
         self.training_, codes, self.classes_ = training_input(X, y)
         Xd = self.training_.array()
         n = Xd.shape[0]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 
 import dask.array as da
 import numpy as np
@@ -11,8 +10,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.randomized import centroid_differences
 from wideml.estimators._input import fit_input, predict_input
+from wideml.estimators._params import BOOLEAN, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options, PathLike
 from wideml.estimators._workdir import new_model_group
-from wideml.exceptions import WidemlError
 from wideml.passes.chunkmath import check_precision, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import lfl_density
@@ -20,7 +19,7 @@ from wideml.passes.lfl import lfl_components, lfl_fit_pass, lfl_project_pass
 from wideml.runtime import compute
 
 
-class LFL(TransformerMixin, BaseEstimator):
+class LFL(CheckedParams, TransformerMixin, BaseEstimator):
     """Low-rank Fast Linear embedding (the LOL paper's FlashLFL), out of core.
 
     A = [unit centroid differences mu_(1) - mu_(i) (K-1 columns, reference =
@@ -70,6 +69,15 @@ class LFL(TransformerMixin, BaseEstimator):
 
     n_fit_passes = 1
 
+    _parameter_constraints = {
+        "n_components": [POSITIVE_INT, NONE],
+        "robust_first": [BOOLEAN],
+        "density": [Interval(0, 1, closed="right"), Options("auto")],
+        "random_state": [SEED],
+        "precision": [PRECISION],
+        "workdir": [PathLike(), NONE],
+    }
+
     def __init__(self, n_components=None, *, robust_first=False, density="auto", random_state=0, precision="auto", workdir=None):
         self.n_components = n_components
         self.robust_first = robust_first
@@ -78,18 +86,8 @@ class LFL(TransformerMixin, BaseEstimator):
         self.precision = precision
         self.workdir = workdir
 
-    def _check(self, p):
-        n = self.n_components
-        if n is not None and (not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1):
-            raise WidemlError(f"n_components must be a positive integer, got {n!r}.")
-        if not isinstance(self.random_state, numbers.Integral):
-            raise WidemlError(f"random_state must be an integer (the projection is keyed on it), got {self.random_state!r}.")
-        check_precision(self.precision)
-        if self.density == "auto":
-            return lfl_density(p)
-        if not isinstance(self.density, numbers.Real) or not 0 < self.density <= 1:
-            raise WidemlError(f"density must be in (0, 1] or 'auto', got {self.density!r}.")
-        return float(self.density)
+    def _density(self, p: int) -> float:
+        return lfl_density(p) if self.density == "auto" else float(self.density)
 
     def fit(self, X, y=None):
         """Fit in **one pass** over X (centroids, their Gram, and the training embedding).
@@ -104,8 +102,9 @@ class LFL(TransformerMixin, BaseEstimator):
         -------
         self
         """
+        self._validate_parameters()
         data = fit_input(X, y)
-        density = self._check(data.n_features)
+        density = self._density(data.n_features)
         precision = resolve_precision(self.precision, data.X.dtype)
         K, p = data.n_classes, data.n_features
         d = self.n_components if self.n_components is not None else K
@@ -138,6 +137,7 @@ class LFL(TransformerMixin, BaseEstimator):
         self.solver_ = "lfl"
         self.n_fit_passes_ = 1
         self.provenance_ = dict(data.source)
+        self.feature_layout_ = data.layout
         self._chunk = int(data.X.chunks[1][0])
         return self
 
@@ -162,7 +162,7 @@ class LFL(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "_Dm")
         check_precision(self.precision)
-        Xd = predict_input(X, self.n_features_in_, "LFL")
+        Xd = predict_input(X, self.n_features_in_, "LFL", layout=getattr(self, "feature_layout_", None))
         (Z,) = compute(
             lfl_project_pass(Xd, self.centroids_, self._Dm, n_random=self.n_components_ - self._Dm.shape[1],
                              seed=int(self.random_state), density=self.density_, precision=self.precision),
@@ -185,7 +185,9 @@ class LFL(TransformerMixin, BaseEstimator):
     @classmethod
     def _from_model_state(cls, params, state, arrays):
         est = cls(**params)
-        est.classes_ = np.asarray(arrays["classes"][...])
+        from wideml.storage.labels import classes_from_model
+
+        est.classes_ = classes_from_model(arrays["classes"])  # text classes: zarr reads StringDType, back to <U
         est.train_codes_ = np.asarray(arrays["train_codes"][...])
         est.offset_ = np.asarray(arrays["offset"][...])
         est.embedding_ = np.asarray(arrays["embedding"][...])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from wideml.algebra.lol import lol_projection, pca_projection, rrlda_projection
 from wideml.algebra.randomized import randomized_projection
+from wideml.estimators._params import BOOLEAN, Options
 from wideml.estimators._projector import GramProjector
 from wideml.exceptions import WidemlError
 
@@ -78,6 +79,13 @@ class LOL(GramProjector):
     makes 1.
     """
 
+    _parameter_constraints = {
+        **GramProjector._parameter_constraints,
+        "robust_first": [BOOLEAN],
+        "second_moment": [Options("linear", "quadratic")],
+        "orthogonalize": [BOOLEAN],
+    }
+
     def __init__(self, n_components=None, *, robust_first=True, second_moment="linear", orthogonalize=False,
                  solver="auto", precision="auto", workdir=None, n_oversamples=10, n_power_iter=1, random_state=0):
         self.n_components = n_components
@@ -90,6 +98,11 @@ class LOL(GramProjector):
         self.n_oversamples = n_oversamples
         self.n_power_iter = n_power_iter
         self.random_state = random_state
+
+    def _check_parameter_combinations(self) -> None:
+        if self.second_moment == "quadratic" and self.solver == "randomized":
+            raise WidemlError("LOL parameters second_moment='quadratic' and solver='randomized' do not go together; "
+                              "QOQ's per-class directions come from the Gram, so use solver='gram' (or 'auto').")
 
     def _uses_medians(self) -> bool:
         return bool(self.robust_first)
@@ -111,8 +124,6 @@ class LOL(GramProjector):
                                      first_moment="median" if self.robust_first else "mean", centroid_gram=centroid_gram)
 
     def _projection(self, G, codes, n_classes, P, Q, n_features, n_components):
-        if self.second_moment not in ("linear", "quadratic"):
-            raise WidemlError(f"second_moment={self.second_moment!r} is not one of 'linear', 'quadratic'.")
         return lol_projection(
             G, codes, n_classes, n_components,
             first_moment="median" if self.robust_first else "mean",
@@ -147,9 +158,22 @@ class PCA(_EigenProjector):
     Notes
     -----
     ``fit`` makes 2 passes over X with the Gram solver and n_power_iter + 2
-    with the randomized one on a store (+ 3 in memory); ``transform`` makes 1. ``y`` is accepted
-    (and used only for ``classes_``) so PCA drops into the same pipelines.
+    with the randomized one on a store (+ 3 in memory); ``transform`` makes 1. PCA is
+    unsupervised: ``fit(X)`` needs no labels (then ``classes_`` is ``[0]`` and the default
+    ``n_components`` is min(n_samples - 1, n_features, 10)); ``y`` is accepted (and used only
+    for ``classes_``) so PCA drops into the same pipelines as LOL.
     """
+
+    def _target_required(self) -> bool:
+        return False
+
+    def _component_bound(self, n: int, n_classes: int, p: int) -> int:
+        return min(n - 1, p)
+
+    def _default_components(self, data) -> int:
+        if data.n_classes == 1:  # fitted without labels
+            return max(1, min(data.n_samples - 1, data.n_features, 10))
+        return super()._default_components(data)
 
     def _projection(self, G, codes, n_classes, P, Q, n_features, n_components):
         return pca_projection(G, n_components, n_features=n_features)
@@ -175,6 +199,9 @@ class RRLDA(_EigenProjector):
     ``fit`` makes 2 passes over X with the Gram solver and n_power_iter + 2
     with the randomized one on a store (+ 3 in memory); ``transform`` makes 1.
     """
+
+    def _component_bound(self, n: int, n_classes: int, p: int) -> int:
+        return min(n - n_classes, p)
 
     def _projection(self, G, codes, n_classes, P, Q, n_features, n_components):
         return rrlda_projection(G, codes, n_classes, n_components, n_features=n_features)

@@ -45,6 +45,12 @@ class ChunkRef:
     def __setstate__(self, state):
         self.reader, self.start, self.stop, self.n_rows, self.ahead = state
 
+    def __wideml_paths__(self) -> list:
+        """The store this chunk is read from (for the cluster check of :mod:`wideml.runtime.cluster_check`)."""
+        from wideml.runtime.cluster_check import paths_of
+
+        return paths_of(self.reader)
+
 
 def materialise(stripe: Any) -> tuple[np.ndarray, bool]:
     """(the stripe as an ndarray, whether the caller owns it and may overwrite it).
@@ -260,7 +266,17 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
 
     numpy input gets full-height chunks of about the config ``chunk-size``;
     dask input keeps its chunks; zarr / h5py arrays are chunked like their
-    storage (whole stored chunks per dask chunk).
+    storage (whole stored chunks per dask chunk). No graph built here carries
+    a relative path: a zarr array opened relatively is re-opened through its
+    absolute path, and an h5py dataset is read through its file's absolute
+    path off the threaded scheduler (:mod:`wideml.passes.external_arrays`).
+
+    Raises
+    ------
+    WidemlError
+        For an in-memory zarr array (or HDF5 file) while a dask.distributed
+        client is active, or a zarr array opened relatively from a directory
+        that is no longer the working directory.
     """
     from wideml.storage.featurestore import FeatureStore
 
@@ -285,8 +301,15 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
             from wideml.storage.writer import default_feature_chunk
 
             feature_chunk = default_feature_chunk(shape[0], shape[1], max(4, dtype.itemsize))
-    lock = type(X).__module__.startswith("h5py")
-    return da.from_array(X, chunks=(shape[0], int(feature_chunk)), lock=lock, asarray=True)
+    if type(X).__module__.startswith("h5py"):
+        from wideml.passes.external_arrays import h5py_as_dask
+
+        return h5py_as_dask(X, int(feature_chunk))
+    if type(X).__module__.startswith("zarr"):
+        from wideml.passes.external_arrays import absolute_zarr
+
+        X = absolute_zarr(X)
+    return da.from_array(X, chunks=(shape[0], int(feature_chunk)), lock=False, asarray=True)
 
 
 

@@ -32,10 +32,19 @@ def compute(*collections: Any, label: str = "pass") -> tuple:
     -------
     tuple
         The computed values, in order.
+
+    Raises
+    ------
+    StoreError
+        On a dask.distributed scheduler, if a worker does not see a store the
+        graph reads (:mod:`wideml.runtime.cluster_check`).
     """
     show = _progress_enabled()
     client = active_client()
     if client is not None:
+        from wideml.runtime.cluster_check import check_graph
+
+        check_graph(client, collections)  # the workers must see the stores this pass reads (asked once per store)
         futures = client.compute(list(collections))
         if show:
             from distributed import progress

@@ -41,6 +41,24 @@ def config_value(key: str) -> Any:
     return dask.config.get(f"wideml.{key}")
 
 
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def parse_bool(value: Any, what: str) -> bool:
+    """Parse a YAML/env boolean (``true``/``false``, ``yes``/``no``, ``on``/``off``, ``1``/``0``)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ConfigError(f"{what} {value!r} is not true or false; write true or false.")
+
+
+def config_bool(key: str) -> bool:
+    """Return the boolean ``wideml.<key>`` (e.g. ``checksum``)."""
+    return parse_bool(config_value(key), key)
+
+
 def memory_limit_bytes() -> int:
     """The memory budget in bytes (``wideml.memory-limit``; ``auto`` = 60% of RAM)."""
     value = config_value("memory-limit")
@@ -105,5 +123,7 @@ def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
         parse_bytes(settings["chunk-size"], "chunk-size")
     if "threads" in settings and settings["threads"] != "auto" and not (isinstance(settings["threads"], int) and settings["threads"] >= 1):
         raise ConfigError(f"config file {str(path)!r}: threads must be a positive integer or auto, got {settings['threads']!r}.")
+    if "checksum" in settings:
+        parse_bool(settings["checksum"], f"config file {str(path)!r}: checksum")
     dask.config.set({f"wideml.{k}": v for k, v in settings.items()})
     return settings

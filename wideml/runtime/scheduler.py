@@ -65,8 +65,13 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
     if spec.startswith(("tcp://", "tls://", "inproc://")):
         from distributed import Client
 
+        check_address(spec)
         try:
             client = Client(spec, timeout="3s")
+        except (ValueError, TypeError) as exc:  # e.g. tls:// without distributed's TLS settings
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
+            raise ConfigError(f"cannot connect to the dask scheduler at {spec} ({reason}); check the address and, "
+                              "for tls://, distributed's TLS settings.") from None
         except (OSError, TimeoutError):
             raise ConfigError(
                 f"cannot reach a dask scheduler at {spec}; start one with 'dask scheduler' and 'dask worker {spec}', "
@@ -79,6 +84,30 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
             client.close()
         return
     raise ConfigError(f"unknown scheduler {spec!r}; use {SCHEDULER_HELP}.")
+
+
+_ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(\d+)/?$")
+
+
+def check_address(spec: str) -> None:
+    """Refuse a scheduler address that is not ``tcp://HOST:PORT`` (or tls://, inproc://) with one sentence.
+
+    Raises
+    ------
+    ConfigError
+        If the host or the port is missing or malformed.
+    """
+    if spec.startswith("inproc://"):
+        return
+    match = _ADDRESS.match(spec)
+    if match is None:
+        scheme, _, rest = spec.partition("://")
+        hint = f"{scheme}://HOST:PORT, e.g. {scheme}://127.0.0.1:8786 ('dask scheduler' listens on port 8786 by default)"
+        if rest and ":" not in rest.strip("[]"):
+            raise ConfigError(f"scheduler address {spec!r} has no port; write it as {hint}.")
+        raise ConfigError(f"scheduler address {spec!r} is not of the form {hint}.")
+    if not 0 < int(match.group(3)) < 65536:
+        raise ConfigError(f"scheduler address {spec!r} has port {match.group(3)}, outside 1-65535; check the address.")
 
 
 def active_client():

@@ -36,7 +36,10 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
     The final step removes an existing ``path`` (only when ``overwrite``) and
     renames the temporary output into place, so readers never see a partial store.
     """
-    path = check_output(path, overwrite)
+    path = Path(os.path.abspath(check_output(path, overwrite)))  # the graphs writing into tmp never carry a relative path
+    from wideml.runtime.cluster_check import require_directory
+
+    require_directory(path.parent, "the output folder")  # on a dask cluster, workers write the output's chunks
     tmp = path.with_name(f".{path.name}.partial-{uuid.uuid4().hex[:8]}")
     try:
         yield tmp

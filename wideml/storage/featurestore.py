@@ -14,7 +14,12 @@ import numpy as np
 
 from wideml.exceptions import PerformanceWarning, StoreError
 from wideml.storage import schema
+from wideml.storage.integrity import check_hdf5_complete, check_layout_complete, chunk_layout
 from wideml.storage.reader import DIRECT_READERS, HDF5Reader, ZarrReader
+
+#: Values of the store attribute ``missing_chunks``: "error" (the default: a missing chunk of X is an
+#: error naming it) or "fill" (the store says missing chunks mean the fill value, as zarr reads them).
+MISSING_CHUNKS = ("error", "fill")
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,23 @@ class FeatureStore:
             "has_sample_ids": self.sample_ids is not None,
             "has_feature_ids": self.feature_ids is not None,
             "source": self.attrs.get("source"),
+            "missing_chunks": self.missing_chunks,
+            "checksum": self.checksum,
         }
+
+    @property
+    def missing_chunks(self) -> str:
+        """``"fill"`` when the store says missing chunks of X mean the fill value, else ``"error"``."""
+        return "fill" if self.attrs.get("missing_chunks") == "fill" else "error"
+
+    @property
+    def checksum(self) -> str | None:
+        """The checksum verified on every read of X (``"crc32c"`` or HDF5's ``"fletcher32"``), or None."""
+        if "crc32c" in self.codec:
+            return "crc32c"
+        if "fletcher32" in self.codec:
+            return "fletcher32"
+        return None
 
 
 def _human(n: float) -> str:
@@ -122,6 +143,11 @@ def format_summary(info: dict[str, Any]) -> str:
         lines.append("classes     unlabelled")
     if info["feature_shape"]:
         lines.append(f"feature     shape {tuple(info['feature_shape'])}")
+    if "missing_chunks" in info:
+        present = ("missing chunks of X read as the fill value (the store says so: missing_chunks = 'fill')"
+                   if info["missing_chunks"] == "fill" else "every chunk of X present")
+        check = f"; {info['checksum']} checksums verified on read" if info.get("checksum") else "; no checksums"
+        lines.append(f"integrity   {present}{check}")
     return "\n".join(lines)
 
 
@@ -168,7 +194,12 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
     Raises
     ------
     StoreError
-        If the path is missing, is not a store, or X / y have the wrong shape or dtype.
+        If the path is missing, is not a store, or X / y have the wrong shape or
+        dtype; if the store was never marked complete by its writer (schema
+        version 2: ``"complete": true`` is written last); or if a chunk of X is
+        missing (one listing of X's chunk files, or HDF5's count of allocated
+        chunks; see :mod:`wideml.storage.integrity`), unless the store's wideml
+        attributes say ``"missing_chunks": "fill"``.
 
     Warns
     -----
@@ -202,6 +233,8 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
             arrays = {k: handle[k] for k in keys}
             meta = {k: (a.shape, a.dtype, a.chunks or a.shape) for k, a in arrays.items()}
             small = {k: arrays[k][()] for k in keys if k != schema.X_NAME}
+            if schema.X_NAME in arrays and attrs.get("missing_chunks") != "fill":
+                check_hdf5_complete(arrays[schema.X_NAME], f"X of the store at {path}")
         get = None
     if schema.X_NAME not in keys:
         raise StoreError(f"{str(path)!r} is not a feature store (it has no array 'X'); create one with `wideml ingest` or `wideml simulate`.")
@@ -213,6 +246,8 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
             f"{str(path)!r} uses feature-store schema version {attrs['version']}, newer than this wideml "
             f"understands ({schema.FEATURE_STORE_VERSION}); upgrade wideml."
         )
+    _check_marks(path, attrs)
+    fill = attrs.get("missing_chunks") == "fill"
 
     if fmt == "zarr":
         xa = get(schema.X_NAME)
@@ -249,9 +284,13 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
                 raise StoreError(f"{name} in {str(path)!r} has shape {arr.shape}, expected ({length},); rewrite the ids.")
         ids[name] = arr
 
-    reader_cls = ZarrReader if fmt == "zarr" else HDF5Reader
     chunks = (int(chunks[0]), int(chunks[1]))
-    reader = reader_cls(str(path), schema.X_NAME, (n, p), np.dtype(dtype), chunks)
+    if fmt == "zarr":
+        reader = ZarrReader(str(path), schema.X_NAME, (n, p), np.dtype(dtype), chunks, missing="fill" if fill else "error")
+        if not fill:
+            _check_zarr_chunks(path)
+    else:
+        reader = HDF5Reader(str(path), schema.X_NAME, (n, p), np.dtype(dtype), chunks)
     X = da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=np.dtype(dtype)),
                       name=f"wideml-X-{path.resolve()}-{_mtime_token(path)}")
     if chunks[0] >= n:
@@ -277,6 +316,33 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         attrs=attrs,
         codec=reader.describe_codec(),
     )
+
+
+def _check_marks(path: Path, attrs: dict) -> None:
+    """Refuse a store wideml did not finish writing, or one whose ``missing_chunks`` attribute is unknown."""
+    if attrs.get("missing_chunks", "error") not in MISSING_CHUNKS:
+        raise StoreError(
+            f"the store at {path} has missing_chunks = {attrs['missing_chunks']!r} in its wideml attributes; "
+            "set it to 'fill' (missing chunks of X mean the fill value) or 'error', or remove it."
+        )
+    unfinished = attrs.get("complete") is False or (attrs.get("version", 1) >= 2 and attrs.get("complete") is not True)
+    if unfinished:
+        raise StoreError(
+            f"the store at {path} is not marked complete (its writer was interrupted, or it was copied before it was "
+            "finished), so some of X may never have been written; write the store again."
+        )
+
+
+def _check_zarr_chunks(path: Path) -> None:
+    """One listing of X's chunk files against its chunk grid (and, if sharded, each shard's index)."""
+    meta_path = path / schema.X_NAME / "zarr.json"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        raise StoreError(f"{str(path)!r} has unreadable metadata for X; the store is corrupt — recreate it.") from None
+    layout = chunk_layout(path / schema.X_NAME, meta)
+    if layout is not None:
+        check_layout_complete(layout, f"X of the store at {path}")
 
 
 def _mtime_token(path: Path) -> str:

@@ -56,6 +56,7 @@ from wideml.storage import schema
 from wideml.storage.atomic import check_output
 from wideml.storage.ingest_arrays import ArraySource, from_hdf5, from_memory, from_npy, from_zarr_array, split_hdf5_spec
 from wideml.storage.ingest_csv import CSV_SUFFIXES, iter_csv_blocks, scan_csv
+from wideml.storage.ingest_casts import CastCheck, check_cast_dtypes
 from wideml.storage.ingest_folder import NIFTI_SUFFIXES, FileRows, folder_samples, probe
 from wideml.storage.ingest_labels import read_labels, validate_labels
 from wideml.storage.ingest_rows import write_rows_to_store
@@ -91,7 +92,7 @@ def _source_kind(source) -> tuple[str, Any]:
     if not isinstance(source, (str, os.PathLike)):
         return "memory", source
     file, dataset = split_hdf5_spec(str(source))
-    path = Path(file)
+    path = Path(os.path.abspath(os.path.expanduser(file)))  # the copy tasks may run on workers started elsewhere
     if not path.exists():
         raise WidemlError(f"source {str(path)!r} does not exist; check the path.")
     if dataset is not None:
@@ -132,6 +133,9 @@ def ingest(
     feature_ids=None,
     memory_limit: int | str | None = None,
     compressor: str | None = None,
+    checksum: bool | None = None,
+    allow_lossy_cast: bool = False,
+    missing_chunks_are_fill: bool = False,
     overwrite: bool = False,
 ) -> Path:
     """Write ``source`` to a new feature store with full-height feature chunks, in bounded memory.
@@ -168,6 +172,17 @@ def ingest(
         Budget such as ``"2GiB"`` (default config ``wideml.memory-limit``).
     compressor : {"none", "zstd", "lz4"}, optional
         Default config ``compressor``.
+    checksum : bool, optional
+        crc32c per chunk of the new store, verified on read (default config ``checksum``).
+    allow_lossy_cast : bool, default False
+        Cast to ``dtype`` even when values change. By default a cast that
+        would change a value (float to int of non-integral values, values out
+        of the target's range, float64 to float16) is refused naming the first
+        such value (:mod:`wideml.storage.ingest_casts`); nothing is written.
+    missing_chunks_are_fill : bool, default False
+        Missing chunks of a zarr/HDF5 source mean the fill value (as zarr reads
+        them); the new store records the same (``missing_chunks: "fill"``).
+        Without it a missing chunk of the source is an error naming it.
     overwrite : bool, default False
         Replace an existing ``out``.
 
@@ -190,7 +205,8 @@ def ingest(
         raise WidemlError("--id-column (id_column) only applies to a CSV source; give sample ids in a two-column labels file instead.")
     if dataset is not None and kind != "hdf5":
         raise WidemlError("--dataset only applies to an HDF5 source; drop it or give an .h5 file.")
-    common = dict(feature_chunk=feature_chunk, memory_limit=memory_limit, overwrite=overwrite, compressor=compressor)
+    common = dict(feature_chunk=feature_chunk, memory_limit=memory_limit, overwrite=overwrite, compressor=compressor,
+                  checksum=checksum, missing_chunks_are_fill=missing_chunks_are_fill)
 
     if kind == "csv":
         if labels is not None and label_column is not None:
@@ -202,7 +218,7 @@ def ingest(
             y = validate_labels(layout.labels, n)
         dt = output_dtype(np.float64, dtype)
         return write_rows_to_store(
-            out, n=n, p=p, dtype=dt, iter_blocks=lambda rows: iter_csv_blocks(layout, rows, dt),
+            out, n=n, p=p, dtype=dt, iter_blocks=lambda rows: iter_csv_blocks(layout, rows, dt, allow_lossy_cast),
             label=f"ingest {obj.name}", y=y, source=f"csv:{obj}",
             sample_ids=_first(sample_ids, layout.sample_ids, ids), feature_ids=_first(feature_ids, layout.feature_names),
             **common,
@@ -216,8 +232,9 @@ def ingest(
         shape, src_dtype = probe(files[0], fkind)
         p = int(np.prod(shape)) if shape else 1
         dt = output_dtype(src_dtype, dtype)
+        check_cast_dtypes(src_dtype, dt, f"the files of {str(obj)!r}", allow_lossy_cast)
         return write_rows_to_store(
-            out, n=len(files), p=p, dtype=dt, read_block=FileRows([str(f) for f in files], fkind, shape, dt),
+            out, n=len(files), p=p, dtype=dt, read_block=FileRows([str(f) for f in files], fkind, shape, dt, allow_lossy_cast),
             label=f"ingest {obj.name}", y=y, source=f"folder:{obj}", sample_ids=_first(sample_ids, stems),
             feature_ids=feature_ids, feature_shape=shape if len(shape) >= 2 or fkind == "nifti" else None, **common,
         )
@@ -229,12 +246,15 @@ def ingest(
         src = from_npy(obj)
     elif kind == "hdf5":
         path, spec_dataset = obj
-        src = from_hdf5(path, spec_dataset or dataset)
+        src = from_hdf5(path, spec_dataset or dataset, missing_fill=missing_chunks_are_fill)
     else:
-        src = from_zarr_array(obj)
+        src = from_zarr_array(obj, missing_fill=missing_chunks_are_fill)
     ids, y = _labels(labels, src.shape[0])
+    dt = output_dtype(src.dtype, dtype)
+    name = "X" if kind == "memory" else repr(src.description.split(":", 1)[-1])
+    check_cast_dtypes(src.dtype, dt, name, allow_lossy_cast)
     return copy_to_store(
-        src.reader, src.shape, src.chunks, out, dtype=output_dtype(src.dtype, dtype), local=src.local,
+        src.reader, src.shape, src.chunks, out, dtype=dt, local=src.local, cast=CastCheck(dt, name, allow_lossy_cast),
         label="ingest", y=y, source=src.description, sample_ids=_first(sample_ids, ids), feature_ids=feature_ids,
         **common,
     )

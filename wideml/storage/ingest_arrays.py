@@ -143,8 +143,11 @@ def _datasets(handle) -> list[str]:
     return names
 
 
-def from_hdf5(path: Path, dataset: str | None) -> ArraySource:
-    """Open a dataset of an HDF5 file (the only dataset when ``dataset`` is None)."""
+def from_hdf5(path: Path, dataset: str | None, missing_fill: bool = False) -> ArraySource:
+    """Open a dataset of an HDF5 file (the only dataset when ``dataset`` is None).
+
+    Unless ``missing_fill``, a dataset with chunks that were never written is refused naming one.
+    """
     import h5py
 
     from wideml.storage.reader import HDF5Reader
@@ -173,13 +176,21 @@ def from_hdf5(path: Path, dataset: str | None) -> ArraySource:
         if dtype.kind in "OSUV":
             raise WidemlError(f"dataset {dataset!r} in {str(path)!r} has dtype {dtype}, which is not numeric; X must hold real numbers.")
         shape = check_matrix(obj.shape, dtype, f"dataset {dataset!r} in {str(path)!r}")
+        if not missing_fill:
+            from wideml.storage.integrity import check_hdf5_complete
+
+            check_hdf5_complete(obj, f"dataset {dataset!r} in {path}")
         chunks = tuple(obj.chunks) if obj.chunks else (1, 1)
     reader = HDF5Reader(str(path), dataset, shape, dtype, chunks)
     return ArraySource(reader, shape, np.dtype(dtype), chunks, False, f"hdf5:{path}:/{dataset}")
 
 
-def from_zarr_array(path: Path) -> ArraySource:
-    """Open a zarr array directory (v3, or v2 — a v2 group holding ``X`` means that array)."""
+def from_zarr_array(path: Path, missing_fill: bool = False) -> ArraySource:
+    """Open a zarr array directory (v3, or v2 — a v2 group holding ``X`` means that array).
+
+    Unless ``missing_fill``, a v3 array with missing chunk files is refused
+    naming one (one listing), and a chunk that goes missing later fails the copy.
+    """
     import zarr
 
     from wideml.storage.reader import ZarrReader
@@ -204,5 +215,12 @@ def from_zarr_array(path: Path) -> ArraySource:
         raise WidemlError(f"zarr array {str(path)!r} is unreadable or not numeric; X must be a readable array of real numbers.") from None
     shape = check_matrix(arr.shape, dtype, f"zarr array {str(path)!r}")
     chunks = tuple(int(c) for c in arr.chunks)
-    reader = ZarrReader(str(path.parent), path.name, shape, dtype, chunks)
+    meta_file = next((path / name for name in ("zarr.json", ".zarray") if (path / name).is_file()), None)
+    if not missing_fill and meta_file is not None:
+        from wideml.storage.integrity import check_layout_complete, chunk_layout
+
+        layout = chunk_layout(path, json.loads(meta_file.read_text()))
+        if layout is not None:
+            check_layout_complete(layout, f"the zarr array at {path}")
+    reader = ZarrReader(str(path.parent), path.name, shape, dtype, chunks, missing="fill" if missing_fill else "error")
     return ArraySource(reader, shape, dtype, (chunks[0], chunks[1]), False, f"zarr:{path}")

@@ -184,23 +184,32 @@ def _bad_cell(values, line: int, cols: list[int], path: Path) -> WidemlError:
     return WidemlError(f"{str(path)!r} has a value at line {line} that is not a number; X must be all numbers.")
 
 
-def iter_csv_blocks(layout: CsvLayout, rows: int, dtype) -> Iterator[np.ndarray]:
+def iter_csv_blocks(layout: CsvLayout, rows: int, dtype, allow_lossy_cast: bool = False) -> Iterator[np.ndarray]:
     """Yield X in blocks of ``rows`` samples (the last may be shorter), parsed to ``dtype``.
+
+    Values are parsed as float64 and cast to ``dtype`` block by block; a cast
+    that would change a value is refused naming it
+    (:mod:`wideml.storage.ingest_casts`) unless ``allow_lossy_cast``.
 
     Parameters
     ----------
     layout : CsvLayout
     rows : int
     dtype : dtype
+    allow_lossy_cast : bool, default False
 
     Yields
     ------
     ndarray of shape (<= rows, n_features)
     """
+    from wideml.storage.ingest_casts import CastCheck, check_cast_dtypes
+
     p, cols, path = layout.n_features, layout.feature_cols, layout.path
+    check_cast_dtypes(np.float64, dtype, repr(str(path)), allow_lossy_cast)
+    cast = CastCheck(dtype, repr(str(path)), allow_lossy_cast)
     pick = None if len(cols) == layout.width else itemgetter(*cols)
-    block = np.empty((rows, p), dtype=dtype)
-    k = 0
+    block = np.empty((rows, p), dtype=np.float64)
+    k, r0 = 0, 0
     with open_text(path) as f:
         reader = csv.reader(f, delimiter=layout.delimiter)
         skip = layout.has_header
@@ -224,7 +233,7 @@ def iter_csv_blocks(layout: CsvLayout, rows: int, dtype) -> Iterator[np.ndarray]
                 raise _bad_cell(values, reader.line_num, cols, path) from None
             k += 1
             if k == rows:
-                yield block
-                block, k = np.empty((rows, p), dtype=dtype), 0
+                yield cast(block, r0, 0)
+                block, k, r0 = np.empty((rows, p), dtype=np.float64), 0, r0 + rows
     if k:
-        yield block[:k]
+        yield cast(block[:k], r0, 0)

@@ -114,14 +114,20 @@ class FileRows:
         Every file's array shape (checked on read).
     dtype : dtype
         dtype of the blocks returned.
+    allow_lossy_cast : bool, default False
+        Cast each file to ``dtype`` even when values change; by default such a
+        cast is refused naming the file and the value (:mod:`wideml.storage.ingest_casts`).
     """
 
-    def __init__(self, paths: list[str], kind: str, shape: tuple[int, ...], dtype="float32"):
+    def __init__(self, paths: list[str], kind: str, shape: tuple[int, ...], dtype="float32", allow_lossy_cast: bool = False):
         self.paths, self.kind, self.shape = [str(p) for p in paths], kind, tuple(shape)
         self.p, self.dtype = int(np.prod(self.shape)), np.dtype(dtype)
+        self.allow_lossy_cast = bool(allow_lossy_cast)
 
     def __call__(self, r0: int, r1: int) -> np.ndarray:
         """Rows ``r0:r1`` of X, shape ``(r1 - r0, p)``."""
+        from wideml.storage.ingest_casts import checked_cast
+
         out = np.empty((r1 - r0, self.p), dtype=self.dtype)
         for i, path in enumerate(self.paths[r0:r1]):
             arr = _load(path, self.kind)
@@ -131,8 +137,9 @@ class FileRows:
                 )
             if arr.dtype.kind not in "biuf":
                 raise WidemlError(f"{path!r} has dtype {arr.dtype}, which is not numeric; save each sample as real numbers.")
-            out[i] = np.asarray(arr).reshape(-1)
-            del arr
+            row = np.asarray(arr).reshape(1, -1)
+            out[i] = checked_cast(row, self.dtype, source=repr(path), allow_lossy=self.allow_lossy_cast, row0=r0 + i)[0]
+            del arr, row
         return out
 
 

@@ -156,7 +156,7 @@ def write_rows_to_store(
     try:
         c_tmp = _tmp_chunk_width(n, rows, c, itemsize, tb_out)
         with create_store(tmp, n_samples=n, n_features=p, dtype=dtype, feature_chunk=c_tmp, sample_chunk=rows,
-                          compressor="none") as stripes:
+                          compressor="none", checksum=False) as stripes:
             if read_block is not None:
                 target = writer_target(stripes)
                 tasks = [dask.delayed(_write_rows, pure=False)(read_block, target, r0, min(n, r0 + rows), dtype)
@@ -175,10 +175,10 @@ def write_rows_to_store(
 
 def _write_rows(read_block, target: str, r0: int, r1: int, dtype) -> int:
     """Task: read rows ``r0:r1`` and write them as one row stripe of the temporary store."""
-    import zarr
+    from wideml.storage.writer import open_x_for_write
 
     block = np.asarray(read_block(r0, r1), dtype=dtype)
-    zarr.open_array(target, mode="r+")[r0:r1, :] = block
+    open_x_for_write(target)[r0:r1, :] = block
     return int(block.nbytes)
 
 

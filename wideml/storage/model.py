@@ -1,8 +1,16 @@
-"""Model stores: fitted estimators as zarr v3 groups (DESIGN.md §6). Never pickle.
+"""Model stores: the zarr v3 group I/O of fitted models (DESIGN.md §6). Never pickle; never code.
 
 A model group holds JSON attrs under ``wideml`` (schema, version, estimator
-class, params, package version, provenance) and named arrays: small ones
-(n- or K-sized) and p-sized ones chunked like X. Writes are atomic.
+class name, params, state, package version, provenance, the feature layout
+the model was trained on) and named arrays: small ones (n- or K-sized) and
+p-sized ones chunked like X. Writes are atomic, and every chunk is written
+(even an all-zero one), so a missing chunk file always means damage.
+
+This module only writes and reads groups and checks the schema name and
+version. Which classes a model may name, and what their state and arrays must
+look like, is decided on the estimators' side
+(:mod:`wideml.estimators.persistence`, the public ``save_model`` and
+``load_model``): nothing here imports or calls a name found in a file.
 
 Estimators take part through two methods:
 
@@ -15,7 +23,6 @@ Estimators take part through two methods:
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from pathlib import Path
@@ -28,54 +35,46 @@ from wideml.exceptions import StoreError
 from wideml.storage import schema
 from wideml.storage.atomic import atomic_output
 
-#: Estimator classes that load_model may reconstruct (module path, class name).
-_ALLOWED_PREFIX = "wideml."
+#: Attr marking a model saved with every chunk file written (a missing one is then damage, for any array).
+CHUNKS_COMPLETE = "chunks_complete"
 
 
-def _jsonable(value: Any) -> Any:
+def qualified_name(cls: type) -> str:
+    """``"wideml.estimators.lol.LOL"``: how a model names a class (a key of the estimators' registry, never imported)."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready copy of parameters/state: numpy to lists and scalars, estimators to ``{"__estimator__", "params"}`` entries."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
         return value.tolist()
     if hasattr(value, "get_params") and hasattr(value, "fit"):
-        return {"__estimator__": f"{type(value).__module__}.{type(value).__qualname__}", "params": _jsonable(value.get_params(deep=False))}
+        return {"__estimator__": qualified_name(type(value)), "params": jsonable(value.get_params(deep=False))}
     return value
 
 
-def _unjson(value: Any) -> Any:
-    if isinstance(value, dict) and "__estimator__" in value:
-        cls = _import_class(value["__estimator__"])
-        return cls(**{k: _unjson(v) for k, v in value["params"].items()})
-    if isinstance(value, dict):
-        return {k: _unjson(v) for k, v in value.items()}
-    return value
-
-
-def _import_class(qualified: str):
-    module, _, name = qualified.rpartition(".")
-    if not module.startswith(_ALLOWED_PREFIX.rstrip(".")) and not module.startswith("sklearn."):
-        raise StoreError(f"model names estimator {qualified!r}, which wideml does not load; only wideml and scikit-learn classes are allowed.")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        raise StoreError(f"model names estimator {qualified!r}, which this wideml does not have; upgrade wideml.") from None
-
-
-def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False, provenance: dict | None = None) -> Path:
-    """Save a fitted wideml estimator as a zarr v3 group (atomic; no pickle).
+def write_model(path: str | os.PathLike, *, estimator: str, params: dict, state: dict, arrays: dict, overwrite: bool = False,
+                provenance: dict | None = None, feature_layout: dict | None = None) -> Path:
+    """Write a model group atomically (write aside, then rename); no pickle.
 
     Parameters
     ----------
-    estimator : fitted wideml estimator
     path : path-like
-        Output directory (``.zarr`` suggested).
+        Output directory; made absolute.
+    estimator : str
+        Qualified class name (see :func:`qualified_name`).
+    params, state : dict
+        JSON-ready after :func:`jsonable`.
+    arrays : dict of str to array-like
+        numpy or dask arrays; dask arrays are streamed chunk by chunk.
     overwrite : bool, default False
-    provenance : dict, optional
-        Extra JSON metadata (e.g. the training store's path).
+    provenance, feature_layout : dict, optional
 
     Returns
     -------
@@ -84,20 +83,19 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False, p
     import zarr
 
     path = Path(path).expanduser().resolve()
-    if not hasattr(estimator, "_model_state"):
-        raise StoreError(f"{type(estimator).__name__} cannot be saved as a wideml model.")
-    state, arrays = estimator._model_state()
     attrs = {
         "schema": schema.MODEL_SCHEMA,
         "version": schema.MODEL_VERSION,
-        "estimator": f"{type(estimator).__module__}.{type(estimator).__qualname__}",
-        "params": _jsonable(estimator.get_params(deep=False)),
-        "state": _jsonable(state),
+        "estimator": estimator,
+        "params": jsonable(params),
+        "state": jsonable(state),
         "package": f"wideml {__version__}",
-        "provenance": _jsonable(provenance or getattr(estimator, "provenance_", None) or {}),
+        "provenance": jsonable(provenance or {}),
+        "feature_layout": feature_layout,
+        CHUNKS_COMPLETE: True,
     }
     json.dumps(attrs)  # fail before writing anything if not serialisable
-    with atomic_output(path, overwrite) as tmp:
+    with atomic_output(path, overwrite) as tmp, zarr.config.set({"array.write_empty_chunks": True}):
         group = zarr.create_group(store=str(tmp), zarr_format=3)
         for name, arr in arrays.items():
             _write_array(group, name, arr)
@@ -114,8 +112,8 @@ def _write_array(group, name: str, arr) -> None:
         da.store(arr.rechunk(chunks), z, lock=False)
         return
     arr = np.asarray(arr)
-    if arr.dtype.kind in "OU":
-        arr = np.asarray([str(v) for v in arr.ravel()], dtype=str).reshape(arr.shape)
+    if arr.dtype.kind in "OSUT":  # text (labels): zarr v3 variable-length strings; read back with classes_from_model
+        arr = np.asarray([v.decode() if isinstance(v, bytes) else str(v) for v in arr.ravel()], dtype=str).reshape(arr.shape)
         z = group.create_array(name, shape=arr.shape, dtype=str, chunks=arr.shape or (1,))
     else:
         z = group.create_array(name, shape=arr.shape, dtype=arr.dtype, chunks=arr.shape if arr.size else None, compressors=None)
@@ -124,7 +122,14 @@ def _write_array(group, name: str, arr) -> None:
 
 
 def read_model_attrs(path: str | os.PathLike) -> tuple[dict, Any]:
-    """Open a model group and check its schema; returns (attrs, zarr group)."""
+    """Open a model group and check its schema name and version; returns (attrs, zarr group).
+
+    Raises
+    ------
+    StoreError
+        If the path is missing, is not a model, has unreadable or malformed
+        metadata, or was written by a newer model schema.
+    """
     import zarr
 
     path = Path(path).expanduser().resolve()
@@ -134,35 +139,20 @@ def read_model_attrs(path: str | os.PathLike) -> tuple[dict, Any]:
         raise StoreError(f"{str(path)!r} is not a wideml model (no zarr.json); pass a directory written by `wideml fit` or save_model.")
     try:
         group = zarr.open_group(str(path), mode="r")
-        attrs = dict(group.attrs.get(schema.ATTRS_KEY, {}))
+        attrs = group.attrs.get(schema.ATTRS_KEY, {})
     except Exception as exc:  # noqa: BLE001
         raise StoreError(f"{str(path)!r} has unreadable metadata ({type(exc).__name__}); the model is corrupt — refit it.") from None
+    if not isinstance(attrs, dict):
+        raise StoreError(f"{str(path)!r} has a {schema.ATTRS_KEY!r} attribute that is not a JSON object, so it is not a wideml model; "
+                         "pass a directory written by `wideml fit` or save_model.")
+    attrs = dict(attrs)
     if attrs.get("schema") != schema.MODEL_SCHEMA:
         what = "a feature store" if attrs.get("schema") == schema.FEATURE_STORE_SCHEMA else "not a wideml model"
         raise StoreError(f"{str(path)!r} is {what}; pass a directory written by `wideml fit` or save_model.")
     version = attrs.get("version")
-    if not isinstance(version, int) or version > schema.MODEL_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version > schema.MODEL_VERSION or version < 1:
         raise StoreError(
-            f"{str(path)!r} was saved with model schema version {version}, which this wideml ({__version__}, "
+            f"{str(path)!r} was saved with model schema version {version!r}, which this wideml ({__version__}, "
             f"schema {schema.MODEL_VERSION}) does not know; upgrade wideml."
         )
     return attrs, group
-
-
-def load_model(path: str | os.PathLike):
-    """Load a model saved by :func:`save_model`; p-sized arrays stay on disk (read lazily).
-
-    Raises
-    ------
-    StoreError
-        If the path is missing, is not a model, or was written by a newer schema.
-    """
-    path = Path(path).expanduser().resolve()
-    attrs, group = read_model_attrs(path)
-    cls = _import_class(attrs["estimator"])
-    params = {k: _unjson(v) for k, v in attrs.get("params", {}).items()}
-    arrays = {name: group[name] for name in group.array_keys()}
-    est = cls._from_model_state(params, _unjson(attrs.get("state", {})), arrays)
-    est.provenance_ = attrs.get("provenance", {})
-    est.model_path_ = str(Path(path))
-    return est

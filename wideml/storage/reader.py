@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from wideml.storage.chunkfiles import ChecksumMismatch, chunk_decoder, load_chunk_file
+
 #: Number of block reads per store path in this process.
 READ_COUNTER: Counter = Counter()
 _lock = threading.Lock()
@@ -36,30 +38,6 @@ def _count(path: str) -> None:
         READ_COUNTER[path] += 1
 
 
-#: zarr v3 compressor codec name -> numcodecs codec class that decodes its chunk files.
-_DECODERS = {"zstd": "Zstd", "gzip": "GZip", "blosc": "Blosc"}
-
-
-def _chunk_decoder(codecs: list):
-    """(byte order, numcodecs decoder or None) for a codec chain ``bytes`` [+ one compressor], else None.
-
-    Only chains whose chunk files are the chunk's raw bytes, or those bytes
-    compressed once by zstd, gzip or blosc, qualify; anything else (transpose,
-    sharding, filters, several compressors) is left to zarr.
-    """
-    if not codecs or codecs[0].get("name") != "bytes" or len(codecs) > 2:
-        return None
-    endian = codecs[0].get("configuration", {}).get("endian", "little")
-    if len(codecs) == 1:
-        return endian, None
-    cls = _DECODERS.get(codecs[1].get("name"))
-    if cls is None:
-        return None
-    import numcodecs
-
-    return endian, getattr(numcodecs, cls)()
-
-
 def _damaged(path: str, name: str, shape: tuple, key, exc: Exception):
     """The one-sentence error for a block whose chunks cannot be read or decoded."""
     from wideml.exceptions import StoreError
@@ -72,38 +50,54 @@ def _damaged(path: str, name: str, shape: tuple, key, exc: Exception):
 
 
 class ZarrReader:
-    """Read rectangular blocks of a 2-D zarr v3 array.
+    """Read rectangular blocks of a 2-D zarr v3 array; a missing chunk is an error unless the store says "fill".
 
-    For arrays with the default chunk-key encoding whose chunks are stored raw
-    or compressed once by zstd, gzip or blosc, a block that covers whole
-    stored chunks is read straight from the chunk files (``numpy.fromfile``,
-    or the file's bytes decoded by numcodecs into the destination buffer):
-    the fastest read the disk and the decompressor allow, without zarr's
-    per-call overhead. Anything else goes through zarr.
+    For arrays with the default (or v2) chunk-key encoding whose chunks are
+    stored raw or compressed once by zstd, gzip or blosc, optionally followed
+    by a crc32c checksum, a block that covers whole stored chunks is read
+    straight from the chunk files (``readinto`` the destination buffer, or the
+    file's bytes decoded by numcodecs into it), the checksum verified: the
+    fastest read the disk and the decompressor allow, without zarr's per-call
+    overhead. Anything else goes through zarr.
+
+    Parameters
+    ----------
+    path : str
+        Folder holding the array folder ``name``.
+    name : str
+    shape, dtype, chunks
+        The array's shape, dtype and chunk shape.
+    missing : {"error", "fill"}, default "error"
+        What a missing chunk file means. With "error" (the default) it is a
+        :class:`~wideml.exceptions.StoreError` naming the chunk and the store:
+        on the direct path the ``open`` of the file fails (no extra stat); on
+        zarr's path the files of the block's chunks are looked for after the
+        read (a stat per chunk of that slower path). With "fill" it reads as
+        the array's fill value, as zarr does.
     """
 
-    def __init__(self, path: str, name: str, shape, dtype, chunks):
+    def __init__(self, path: str, name: str, shape, dtype, chunks, missing: str = "error"):
+        from wideml.storage.integrity import chunk_layout
+
         self.path, self.name = str(path), name
         self.shape, self.dtype, self.chunks = tuple(shape), np.dtype(dtype), tuple(chunks)
         self.ndim = len(self.shape)
+        self.missing = missing
         self._array = None
-        try:
-            meta = json.loads(Path(self.path, self.name, "zarr.json").read_text())
-        except (OSError, ValueError):
-            meta = None
+        meta = _read_meta(Path(self.path, self.name))
         self._codecs = None if meta is None else meta.get("codecs", [])
+        self._layout = None if meta is None else chunk_layout(os.path.join(self.path, self.name), meta)
         self._raw = None if meta is None else self._raw_layout(meta)
 
     def _raw_layout(self, meta: dict):
-        enc = meta.get("chunk_key_encoding", {})
-        if enc.get("name") != "default" or enc.get("configuration", {}).get("separator", "/") != "/":
+        if self._layout is None or self._layout.inner is not None or self._layout.grid != self.chunks:
             return None
-        found = _chunk_decoder(self._codecs)
+        found = chunk_decoder(self._codecs)
         if found is None:
             return None
-        endian, decoder = found
+        endian, decoder, crc = found
         dtype = self.dtype.newbyteorder("<" if endian == "little" else ">")
-        return dtype, meta.get("fill_value", 0), decoder
+        return dtype, meta.get("fill_value", 0), decoder, crc
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -117,6 +111,19 @@ class ZarrReader:
             self._array = zarr.open_array(os.path.join(self.path, self.name), mode="r")
         return self._array
 
+    def _what(self) -> str:
+        return f"{self.name} of the store at {self.path}"
+
+    def _chunk_file(self, i: int, j: int) -> str:
+        from wideml.storage.integrity import chunk_path
+
+        return chunk_path(self._layout, (i, j))
+
+    def _missing(self, key: tuple[int, ...], grid=None, unit: str = "chunk"):
+        from wideml.storage.integrity import missing_error
+
+        return missing_error(key, self.shape, grid or self.chunks, self._what(), unit=unit)
+
     def __getitem__(self, key):
         _count(self.path)
         rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (None, None)
@@ -126,11 +133,28 @@ class ZarrReader:
             if block is not None:
                 return block
         try:
-            return np.asarray(self._zarr()[key])
+            block = np.asarray(self._zarr()[key])
         except (IndexError, TypeError):  # a bad selection is the caller's bug, not the store's
             raise
         except Exception as exc:
             raise _damaged(self.path, self.name, self.shape, key, exc) from exc
+        self._check_files_after_read(key)
+        return block
+
+    def _check_files_after_read(self, key) -> None:
+        """Raise if a chunk (or shard) file under ``key`` is missing: zarr has just read it as the fill value."""
+        if self.missing == "fill" or self._layout is None:
+            return
+        spans = _spans(key, self.shape)
+        if spans is None:
+            return
+        import itertools
+
+        grid = self._layout.grid
+        ranges = [range(lo // g, -(-hi // g)) for (lo, hi), g in zip(spans, grid)]
+        for idx in itertools.product(*ranges):
+            if not os.path.exists(_chunk_path(self._layout, idx)):
+                raise self._missing(idx, grid, self._layout.unit)
 
     def describe_codec(self) -> str:
         """How the chunk files are encoded and read, e.g. ``"zstd (level 3); decoded straight from the chunk files"``."""
@@ -141,6 +165,8 @@ class ZarrReader:
             conf = codec.get("configuration", {})
             detail = ", ".join(f"{k} {v}" for k, v in conf.items() if k in ("cname", "level", "clevel", "shuffle"))
             parts.append(f"{codec.get('name')} ({detail})" if detail else str(codec.get("name")))
+        if self._codecs and self._codecs[0].get("name") == "sharding_indexed":
+            parts = ["sharded"]
         how = "read straight from the chunk files" if self._raw is not None else "read through zarr"
         return f"{' + '.join(parts) or 'none'}; {how}"
 
@@ -173,7 +199,7 @@ class ZarrReader:
         for i in range(-(-self.shape[0] // cr)):
             for j in range(c0 // cc, -(-c1 // cc)):
                 try:
-                    fd = os.open(os.path.join(self.path, self.name, "c", str(i), str(j)), os.O_RDONLY)
+                    fd = os.open(self._chunk_file(i, j), os.O_RDONLY)
                 except OSError:
                     continue
                 try:
@@ -188,52 +214,89 @@ class ZarrReader:
         cr, cc = self.chunks
         if r0 % cr or c0 % cc or (r1 % cr and r1 != self.shape[0]) or (c1 % cc and c1 != self.shape[1]):
             return None
-        dtype, fill, decoder = self._raw
+        fill = self._raw[1]
         if (r1 - r0 <= cr) and (c1 - c0 <= cc):  # exactly one stored chunk: no extra copy
-            fname = os.path.join(self.path, self.name, "c", str(r0 // cr), str(c0 // cc))
-            try:
-                chunk = self._load_chunk(fname, dtype, decoder, alloc)
-            except FileNotFoundError:
-                return np.full((r1 - r0, c1 - c0), fill, dtype=self.dtype)
+            chunk = self._chunk_or_fill(r0 // cr, c0 // cc, alloc)
             if chunk is None:
                 return None
+            if isinstance(chunk, str):
+                return np.full((r1 - r0, c1 - c0), fill, dtype=self.dtype)
             view = chunk[: r1 - r0, : c1 - c0]
-            return view if dtype == self.dtype else view.astype(self.dtype)
+            return view if view.dtype == self.dtype else view.astype(self.dtype)
         out = np.empty((r1 - r0, c1 - c0), dtype=self.dtype)
         for i in range(r0 // cr, -(-r1 // cr)):
             for j in range(c0 // cc, -(-c1 // cc)):
-                fname = os.path.join(self.path, self.name, "c", str(i), str(j))
                 rs, cs = i * cr, j * cc
                 re_, ce = min(rs + cr, r1), min(cs + cc, c1)
-                try:
-                    chunk = self._load_chunk(fname, dtype, decoder)
-                except FileNotFoundError:
-                    out[rs - r0 : re_ - r0, cs - c0 : ce - c0] = fill
-                    continue
+                chunk = self._chunk_or_fill(i, j)
                 if chunk is None:
                     return None
-                out[rs - r0 : re_ - r0, cs - c0 : ce - c0] = chunk[: re_ - rs, : ce - cs]
+                out[rs - r0 : re_ - r0, cs - c0 : ce - c0] = fill if isinstance(chunk, str) else chunk[: re_ - rs, : ce - cs]
         return out
 
-    def _load_chunk(self, fname: str, dtype, decoder, alloc=None):
-        """One stored chunk (cr x cc) from its file, into ``alloc(shape, dtype)`` when given; None if the file does not fit.
-
-        Raises FileNotFoundError for a chunk never written (the caller fills it).
-        """
-        shape = self.chunks
-        chunk = alloc(shape, dtype) if alloc is not None else np.empty(shape, dtype=dtype)
-        if decoder is None:
-            with open(fname, "rb", buffering=0) as f:
-                if f.readinto(memoryview(chunk).cast("B")) != chunk.nbytes or f.read(1):
-                    return None
-            return chunk
-        with open(fname, "rb") as f:
-            data = f.read()
+    def _chunk_or_fill(self, i: int, j: int, alloc=None):
+        """Chunk (i, j) from its file; ``"fill"`` for a missing file of a "fill" store; None when zarr must read it."""
         try:
-            decoder.decode(data, out=chunk)
-        except Exception:  # corrupt or of another size (each codec raises its own kind): zarr reads it and reports
+            return load_chunk_file(self._chunk_file(i, j), self.chunks, self._raw, alloc)
+        except FileNotFoundError:
+            if self.missing == "fill":
+                return "fill"
+            raise self._missing((i, j)) from None
+        except ChecksumMismatch:
+            from wideml.exceptions import StoreError
+            from wideml.storage.integrity import describe_chunk
+
+            raise StoreError(
+                f"{describe_chunk((i, j), self.shape, self.chunks)} of {self._what()} fails its crc32c checksum (the file "
+                "was changed or damaged on disk); restore the store from a copy or write it again."
+            ) from None
+
+
+def _read_meta(array_dir: Path) -> dict | None:
+    """An array's ``zarr.json`` (v3) or ``.zarray`` (v2) metadata, None when unreadable."""
+    for name in ("zarr.json", ".zarray"):
+        try:
+            return json.loads((array_dir / name).read_text())
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):
             return None
-        return chunk
+    return None
+
+
+def _chunk_path(layout, key) -> str:
+    from wideml.storage.integrity import chunk_path
+
+    return chunk_path(layout, key)
+
+
+def _spans(key, shape) -> list[tuple[int, int]] | None:
+    """Element range ``(lo, hi)`` per axis that a selection touches (None when it cannot tell)."""
+    key = key if isinstance(key, tuple) else (key,)
+    if any(k is Ellipsis for k in key):
+        return None
+    key = key + (slice(None),) * (len(shape) - len(key))
+    spans = []
+    for k, n in zip(key, shape):
+        if isinstance(k, slice):
+            r = range(*k.indices(n))
+            if not r:
+                return []
+            spans.append((min(r[0], r[-1]), max(r[0], r[-1]) + 1))
+        elif isinstance(k, (int, np.integer)):
+            k = int(k) % n if n else 0
+            spans.append((k, k + 1))
+        else:
+            idx = np.asarray(k)
+            if idx.dtype == bool:
+                idx = np.flatnonzero(idx)
+            if idx.size == 0:
+                return []
+            idx = idx % n
+            spans.append((int(idx.min()), int(idx.max()) + 1))
+    if any(hi <= lo for lo, hi in spans):
+        return []
+    return spans
 
 
 class HDF5Reader:
@@ -258,7 +321,8 @@ class HDF5Reader:
             d = f[self.name]
             comp = d.compression or "none"
             level = d.compression_opts
-        return f"{comp}{f' (level {level})' if level is not None else ''}; read through h5py"
+            check = " + fletcher32" if d.fletcher32 else ""
+        return f"{comp}{f' (level {level})' if level is not None else ''}{check}; read through h5py"
 
     def __getitem__(self, key):
         _count(self.path)

@@ -70,20 +70,23 @@ MAX_TASKS = 64
 
 def _open_target(target):
     if isinstance(target, str):
-        import zarr
+        from wideml.storage.writer import open_x_for_write
 
-        return zarr.open_array(target, mode="r+")
+        return open_x_for_write(target)
     return target
 
 
-def copy_region(reader, target, r0: int, r1: int, c0: int, c1: int, dtype) -> int:
+def copy_region(reader, target, r0: int, r1: int, c0: int, c1: int, dtype, cast=None) -> int:
     """Read ``reader[r0:r1, c0:c1]`` and write it at the same place of ``target``; returns the bytes copied.
 
     ``target`` is a zarr array path (opened in the worker that runs the task) or
-    an array object (h5py dataset, zarr array) on local threads.
+    an array object (h5py dataset, zarr array) on local threads. ``cast``
+    (a :class:`~wideml.storage.ingest_casts.CastCheck`) turns the block into
+    ``dtype``, refusing values the cast would change; without it the block is
+    cast as is (a copy between equal dtypes).
     """
     block = np.asarray(reader[slice(r0, r1), slice(c0, c1)])
-    block = block.astype(dtype, copy=False)
+    block = cast(block, r0, c0) if cast is not None else block.astype(dtype, copy=False)
     _open_target(target)[r0:r1, c0:c1] = block
     return int(block.nbytes)
 
@@ -114,10 +117,10 @@ def run_tasks(tasks: Sequence[Any], *, label: str, local: bool) -> list:
     return list(dask.compute(*tasks, scheduler="threads"))
 
 
-def copy_regions(reader, target, boxes: Sequence[tuple[int, int, int, int]], dtype) -> int:
+def copy_regions(reader, target, boxes: Sequence[tuple[int, int, int, int]], dtype, cast=None) -> int:
     """Task: copy several regions one after the other (memory of one region); returns the bytes copied."""
     target = _open_target(target)
-    return sum(copy_region(reader, target, *box, dtype) for box in boxes)
+    return sum(copy_region(reader, target, *box, dtype, cast) for box in boxes)
 
 
 def task_groups(boxes: list, local: bool) -> list[list]:
@@ -131,14 +134,14 @@ def task_groups(boxes: list, local: bool) -> list[list]:
     return [boxes[i : i + size] for i in range(0, len(boxes), size)]
 
 
-def copy_stage(reader, target, shape, region, dtype, *, label: str, local: bool) -> None:
+def copy_stage(reader, target, shape, region, dtype, *, label: str, local: bool, cast=None) -> None:
     """Copy all of ``reader`` (shape ``shape``) into ``target``, tiled by ``region``, in at most ``MAX_TASKS`` tasks."""
     import dask
 
     dtype = np.dtype(dtype)
     token = uuid.uuid4().hex[:8]
     tasks = [
-        dask.delayed(copy_regions, pure=False)(reader, target, group, dtype, dask_key_name=f"wideml-copy-{token}-{i}")
+        dask.delayed(copy_regions, pure=False)(reader, target, group, dtype, cast, dask_key_name=f"wideml-copy-{token}-{i}")
         for i, group in enumerate(task_groups(regions(shape, region), local))
     ]
     run_tasks(tasks, label=label, local=local)
@@ -181,6 +184,7 @@ def copy_to_store(
     local: bool = False,
     label: str = "copy",
     overwrite: bool = False,
+    cast=None,
     **create_kwargs,
 ) -> Path:
     """Copy a 2-D source into a new feature store with bounded memory (one or two stages).
@@ -205,9 +209,13 @@ def copy_to_store(
     label : str
         Progress-bar label.
     overwrite : bool
+    cast : CastCheck, optional
+        Casts source blocks to ``dtype``, refusing values the cast would change
+        (:mod:`wideml.storage.ingest_casts`); checked in the first stage.
     **create_kwargs
         ``y``, ``sample_ids``, ``feature_ids``, ``feature_shape``, ``source``,
-        ``compressor``, ``min_classes`` for :func:`wideml.storage.writer.create_store`.
+        ``compressor``, ``checksum``, ``missing_chunks_are_fill``,
+        ``min_classes`` for :func:`wideml.storage.writer.create_store`.
 
     Returns
     -------
@@ -230,15 +238,15 @@ def copy_to_store(
                           overwrite=overwrite, **create_kwargs)
     with writer:
         if len(stages) == 1:
-            copy_stage(reader, writer_target(writer), (n, p), stages[0].region, dtype, label=label, local=local)
+            copy_stage(reader, writer_target(writer), (n, p), stages[0].region, dtype, label=label, local=local, cast=cast)
             return Path(out)
         tmp = temp_sibling(out, "stage1")
         try:
             h1, c1 = stages[0].dst_chunks
             with create_store(tmp, n_samples=n, n_features=p, dtype=dtype, feature_chunk=c1, sample_chunk=h1,
-                              compressor="none") as mid:
+                              compressor="none", checksum=False) as mid:
                 copy_stage(reader, writer_target(mid), (n, p), stages[0].region, dtype,
-                           label=f"{label} (stage 1 of 2)", local=src_local)
+                           label=f"{label} (stage 1 of 2)", local=src_local, cast=cast)
             mid_reader = ZarrReader(str(tmp), schema.X_NAME, (n, p), dtype, (h1, c1))
             copy_stage(mid_reader, writer_target(writer), (n, p), stages[1].region, dtype,
                        label=f"{label} (stage 2 of 2)", local=dst_local)
@@ -251,8 +259,10 @@ def store_reader(store):
     """A picklable block reader over the X of an open :class:`~wideml.storage.featurestore.FeatureStore`."""
     from wideml.storage.reader import HDF5Reader, ZarrReader
 
-    cls = ZarrReader if store.format == "zarr" else HDF5Reader
-    return cls(str(store.path), schema.X_NAME, store.X.shape, store.dtype, store.stored_chunks)
+    if store.format == "zarr":
+        return ZarrReader(str(store.path), schema.X_NAME, store.X.shape, store.dtype, store.stored_chunks,
+                          missing=store.missing_chunks)
+    return HDF5Reader(str(store.path), schema.X_NAME, store.X.shape, store.dtype, store.stored_chunks)
 
 
 # --------------------------------------------------------------------------- public API
@@ -266,6 +276,7 @@ def rechunk(
     sample_chunk: int | None = None,
     memory_limit: int | str | None = None,
     compressor: str | None = None,
+    checksum: bool | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Copy a feature store into a new one with full-height feature chunks, in bounded memory.
@@ -288,6 +299,8 @@ def rechunk(
         Budget such as ``"2GiB"`` (default config ``wideml.memory-limit``).
     compressor : {"none", "zstd", "lz4"}, optional
         Default config ``compressor``.
+    checksum : bool, optional
+        crc32c per chunk of the new store (default config ``checksum``).
     overwrite : bool, default False
         Replace an existing ``dst``.
 
@@ -314,7 +327,7 @@ def rechunk(
         label=f"rechunk {Path(src).name}", overwrite=overwrite,
         y=store.y, min_classes=1, sample_ids=store.sample_ids, feature_ids=store.feature_ids,
         feature_shape=store.feature_shape, source=store.attrs.get("source") or f"rechunk of {store.path}",
-        compressor=compressor,
+        compressor=compressor, checksum=checksum,
     )
 
 

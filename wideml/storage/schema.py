@@ -1,7 +1,7 @@
 """Names and versions of the on-disk layouts (DESIGN.md §3 and §6)."""
 
 FEATURE_STORE_SCHEMA = "wideml.feature-store"
-FEATURE_STORE_VERSION = 1
+FEATURE_STORE_VERSION = 2  # 2: stores record "complete": true once every chunk is written
 MODEL_SCHEMA = "wideml.model"
 MODEL_VERSION = 1
 

@@ -37,11 +37,38 @@ def _compressor_for(name: str | None):
     raise WidemlError(f"unknown compressor {name!r}; use none, zstd or lz4.")
 
 
-def check_labels(y, n_samples: int, *, min_classes: int = 2, what: str = "labels") -> np.ndarray:
-    """Validate a label vector: one per sample, no missing values, at least ``min_classes`` classes."""
-    from wideml.storage.featurestore import _labels_array
+def checksum_enabled(checksum: bool | None = None) -> bool:
+    """``checksum``, or config ``wideml.checksum`` when None (true/false, yes/no, on/off, 1/0)."""
+    if checksum is not None:
+        return bool(checksum)
+    from wideml.runtime.config import config_bool
 
-    y = _labels_array(y)
+    return config_bool("checksum")
+
+
+def open_x_for_write(array_path: str):
+    """Open a zarr array to write into, writing every chunk (also all-zero ones: a chunk file per chunk, always).
+
+    zarr skips chunks equal to the fill value by default, which would leave
+    holes that read back as zeros but look like missing chunks; wideml stores
+    record that every chunk of X exists (:mod:`wideml.storage.integrity`).
+    """
+    import zarr
+
+    return zarr.open_array(array_path, mode="r+").with_config({"write_empty_chunks": True})
+
+
+def check_labels(y, n_samples: int, *, min_classes: int = 2, what: str = "labels") -> np.ndarray:
+    """Validate a label vector: one per sample, no missing values, at least ``min_classes`` classes.
+
+    Labels of any kind (ints, bools, strings, numpy ``StringDType``, pandas
+    categoricals) come back as int64, bool, float64 or ``<U`` str
+    (:func:`wideml.storage.labels.normalise_labels`), so they round-trip
+    through fit, save, load and predict unchanged.
+    """
+    from wideml.storage.labels import normalise_labels
+
+    y = normalise_labels(y, what)
     if y.ndim != 1:
         raise WidemlError(f"{what} must be 1-D (one label per sample), got shape {y.shape}; flatten them.")
     if y.shape[0] != n_samples:
@@ -53,7 +80,7 @@ def check_labels(y, n_samples: int, *, min_classes: int = 2, what: str = "labels
     classes = np.unique(y)
     if len(classes) < min_classes:
         raise WidemlError(
-            f"{what} have only {len(classes)} class ({classes[0]!r}); supervised methods need at least {min_classes} classes."
+            f"{what} have only {len(classes)} class ({classes[0].item()!r}); supervised methods need at least {min_classes} classes."
         )
     return y
 
@@ -65,15 +92,26 @@ class StoreWriter:
     on an exception the partial output is deleted.
     """
 
-    def __init__(self, path: Path, fmt: str, tmp: Path, handle, x_array, shape, chunks, ctx):
+    def __init__(self, path: Path, fmt: str, tmp: Path, handle, x_array, shape, chunks, ctx, attrs=None,
+                 allow_lossy_cast: bool = False):
         self.path, self.format, self._tmp = path, fmt, tmp
         self._handle, self._x = handle, x_array
         self.shape, self.chunks = shape, chunks
         self._ctx = ctx
+        self._attrs = dict(attrs or {})
+        self.allow_lossy_cast = allow_lossy_cast
 
     def write(self, block, feature_start: int, sample_start: int = 0) -> None:
-        """Write ``block`` (rows x features) at ``X[sample_start:, feature_start:]``."""
-        block = np.asarray(block)
+        """Write ``block`` (rows x features) at ``X[sample_start:, feature_start:]``.
+
+        A block of another dtype is cast to the store's, refusing a cast that
+        would change values (:func:`wideml.storage.ingest_casts.checked_cast`)
+        unless the writer was created with ``allow_lossy_cast=True``.
+        """
+        from wideml.storage.ingest_casts import checked_cast
+
+        block = checked_cast(block, self._x.dtype, source="X", allow_lossy=self.allow_lossy_cast,
+                             row0=sample_start, col0=feature_start)
         r1, c1 = sample_start + block.shape[0], feature_start + block.shape[1]
         self._x[sample_start:r1, feature_start:c1] = block
 
@@ -84,8 +122,13 @@ class StoreWriter:
         return self._x
 
     def close(self) -> None:
+        """Mark the store complete (its last write, after every chunk) and move it into place."""
+        attrs = {**self._attrs, "complete": True}
         if self.format == "hdf5":
+            self._handle.attrs[schema.ATTRS_KEY] = json.dumps(attrs)
             self._handle.close()
+        else:
+            self._handle.attrs[schema.ATTRS_KEY] = attrs
         self._ctx.__exit__(None, None, None)
 
     def abort(self, exc: BaseException) -> None:
@@ -121,6 +164,9 @@ def create_store(
     feature_shape: tuple[int, ...] | None = None,
     source: str | None = None,
     compressor: str | None = None,
+    checksum: bool | None = None,
+    missing_chunks_are_fill: bool = False,
+    allow_lossy_cast: bool = False,
     overwrite: bool = False,
     min_classes: int = 2,
 ) -> StoreWriter:
@@ -147,6 +193,17 @@ def create_store(
         Provenance recorded in the attrs.
     compressor : {"none", "zstd", "lz4"}, optional
         Default from config ``compressor``.
+    checksum : bool, optional
+        Store each chunk of X with a checksum verified on every read: the zarr
+        v3 ``crc32c`` codec (after the compressor), HDF5's ``fletcher32``
+        filter. Default from config ``checksum``.
+    missing_chunks_are_fill : bool, default False
+        Record in the store's attributes (``missing_chunks: "fill"``) that a
+        chunk of X whose file is missing means the fill value 0. Without it a
+        missing chunk is an error naming it. wideml still writes every chunk.
+    allow_lossy_cast : bool, default False
+        Let :meth:`StoreWriter.write` cast blocks to ``dtype`` even when values
+        change (see :mod:`wideml.storage.ingest_casts`).
     overwrite : bool, default False
         Replace an existing output.
 
@@ -176,7 +233,11 @@ def create_store(
         "feature_shape": list(feature_shape) if feature_shape else None,
         "created_by": f"wideml {__version__}",
         "source": source,
+        "complete": False,  # set to true by StoreWriter.close, after every chunk is written
     }
+    if missing_chunks_are_fill:
+        attrs["missing_chunks"] = "fill"
+    checksum = checksum_enabled(checksum)
     ctx = atomic_output(path, overwrite)
     tmp = ctx.__enter__()
     try:
@@ -196,9 +257,14 @@ def create_store(
 
             group = zarr.create_group(store=str(tmp), zarr_format=3)
             group.attrs[schema.ATTRS_KEY] = attrs
+            codecs = [c for c in (_compressor_for(compressor),) if c is not None]
+            if checksum:
+                from zarr.codecs import Crc32cCodec
+
+                codecs.append(Crc32cCodec())
             x = group.create_array(
                 schema.X_NAME, shape=(n_samples, n_features), chunks=(sc, fc), dtype=dtype,
-                compressors=_compressor_for(compressor), fill_value=0,
+                compressors=codecs or None, fill_value=0, config={"write_empty_chunks": True},
                 dimension_names=("samples", "features"),
             )
             for name, arr in smalls.items():
@@ -212,7 +278,8 @@ def create_store(
             handle = h5py.File(tmp, "w")
             handle.attrs[schema.ATTRS_KEY] = json.dumps(attrs)
             comp = None if (compressor or "none") == "none" else "gzip"
-            x = handle.create_dataset(schema.X_NAME, shape=(n_samples, n_features), chunks=(sc, fc), dtype=dtype, compression=comp)
+            x = handle.create_dataset(schema.X_NAME, shape=(n_samples, n_features), chunks=(sc, fc), dtype=dtype,
+                                      compression=comp, fletcher32=checksum)
             for name, arr in smalls.items():
                 data = arr.astype(h5py.string_dtype()) if arr.dtype.kind == "U" else arr
                 handle.create_dataset(name, data=data)
@@ -221,7 +288,7 @@ def create_store(
             handle.close()
         ctx.__exit__(type(exc), exc, exc.__traceback__)
         raise
-    return StoreWriter(Path(path), fmt, tmp, handle, x, (n_samples, n_features), (sc, fc), ctx)
+    return StoreWriter(Path(path), fmt, tmp, handle, x, (n_samples, n_features), (sc, fc), ctx, attrs, allow_lossy_cast)
 
 
 def write_store(
@@ -233,6 +300,7 @@ def write_store(
     sample_chunk: int | None = None,
     dtype: Any = None,
     overwrite: bool = False,
+    allow_lossy_cast: bool = False,
     **kwargs,
 ) -> Path:
     """Write an in-memory, memory-mapped or dask array to a new feature store, one feature stripe at a time.
@@ -245,7 +313,12 @@ def write_store(
         stripe of ``feature_chunk`` columns is in memory at a time.
     y : array-like of shape (n_samples,), optional
     feature_chunk, sample_chunk, dtype, overwrite, **kwargs
-        As for :func:`create_store`.
+        As for :func:`create_store` (``checksum``, ``compressor``,
+        ``missing_chunks_are_fill``...).
+    allow_lossy_cast : bool, default False
+        Cast to ``dtype`` even when values change (float to int, out-of-range
+        values, float64 to float16); by default such a cast is refused with the
+        first offending value (:mod:`wideml.storage.ingest_casts`).
 
     Returns
     -------
@@ -262,13 +335,16 @@ def write_store(
         raise WidemlError(f"X has dtype {src_dtype}, which is not numeric; give floats or integers.")
     dtype = np.dtype(dtype) if dtype is not None else (src_dtype if src_dtype.kind == "f" else np.dtype("float32") if src_dtype.itemsize <= 2 else np.dtype("float64"))
     n, p = int(shape[0]), int(shape[1])
+    from wideml.storage.ingest_casts import check_cast_dtypes
+
+    check_cast_dtypes(src_dtype, dtype, "X", allow_lossy_cast)
     writer = create_store(path, n_samples=n, n_features=p, y=y, dtype=dtype, feature_chunk=feature_chunk,
-                          sample_chunk=sample_chunk, overwrite=overwrite, **kwargs)
+                          sample_chunk=sample_chunk, overwrite=overwrite, allow_lossy_cast=allow_lossy_cast, **kwargs)
     with writer:
         step = writer.chunks[1]
         for start in range(0, p, step):
             block = X[:, start : start + step]
             if hasattr(block, "compute"):
                 block = block.compute()
-            writer.write(np.asarray(block, dtype=dtype), start)
+            writer.write(np.asarray(block), start)
     return Path(path)
