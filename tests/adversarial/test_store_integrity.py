@@ -293,3 +293,37 @@ def test_rechunk_of_a_store_with_a_missing_chunk_is_refused(adv_stores, fresh_co
         rechunk(store, tmp_path / "r.zarr", feature_chunk=64)
     assert_api_refused(excinfo, "chunk (0, 0)")
     assert not (tmp_path / "r.zarr").exists()
+
+
+# --------------------------------------------------------------------------- labels and ids are never filled
+
+
+def test_deleted_label_chunk_is_refused_not_read_as_class_zero(adv_stores, fresh_copy, tmp_path):
+    """zarr reads a missing chunk of y as 0: every sample would silently become class 0."""
+    store = fresh_copy(adv_stores[0])
+    (store / "y" / "c" / "0").unlink()
+    assert_refused(run_cli("info", store), "chunk (0,)", "y of the store", "missing")
+    proc = run_cli("fit", "lol", store, "-o", tmp_path / "m.model", "--n-components", "3")
+    assert_refused(proc, "y of the store", "missing")
+    assert not (tmp_path / "m.model").exists()
+    assert_no_debris(tmp_path)
+
+
+def test_deleted_label_chunk_is_refused_even_when_x_may_be_filled(adv_data, tmp_path):
+    X, y, _, _ = adv_data
+    store = _store(tmp_path, X, y, missing_chunks_are_fill=True)
+    (store / "y" / "c" / "0").unlink()
+    with pytest.raises(StoreError) as excinfo:
+        wideml.open_store(store)
+    assert_api_refused(excinfo, "y of the store", "missing")
+
+
+def test_deleted_feature_ids_chunk_is_refused(adv_data, tmp_path):
+    X, y, _, _ = adv_data
+    ids = np.array([f"g{j}" for j in range(X.shape[1])])
+    store = _store(tmp_path, X, y, feature_ids=ids)
+    for chunk in (store / "feature_ids" / "c").iterdir():
+        chunk.unlink()
+    with pytest.raises(StoreError) as excinfo:
+        wideml.open_store(store)
+    assert_api_refused(excinfo, "feature_ids of the store", "missing")

@@ -233,8 +233,9 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
             arrays = {k: handle[k] for k in keys}
             meta = {k: (a.shape, a.dtype, a.chunks or a.shape) for k, a in arrays.items()}
             small = {k: arrays[k][()] for k in keys if k != schema.X_NAME}
-            if schema.X_NAME in arrays and attrs.get("missing_chunks") != "fill":
-                check_hdf5_complete(arrays[schema.X_NAME], f"X of the store at {path}")
+            for name, dataset in arrays.items():  # labels and ids are never filled: a missing chunk there is an error
+                if name != schema.X_NAME or attrs.get("missing_chunks") != "fill":
+                    check_hdf5_complete(dataset, f"{name} of the store at {path}")
         get = None
     if schema.X_NAME not in keys:
         raise StoreError(f"{str(path)!r} is not a feature store (it has no array 'X'); create one with `wideml ingest` or `wideml simulate`.")
@@ -287,8 +288,9 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
     chunks = (int(chunks[0]), int(chunks[1]))
     if fmt == "zarr":
         reader = ZarrReader(str(path), schema.X_NAME, (n, p), np.dtype(dtype), chunks, missing="fill" if fill else "error")
-        if not fill:
-            _check_zarr_chunks(path)
+        for name in sorted(keys):  # labels and ids are never filled: a missing chunk there is an error
+            if name != schema.X_NAME or not fill:
+                _check_zarr_chunks(path, name)
     else:
         reader = HDF5Reader(str(path), schema.X_NAME, (n, p), np.dtype(dtype), chunks)
     X = da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=np.dtype(dtype)),
@@ -333,16 +335,16 @@ def _check_marks(path: Path, attrs: dict) -> None:
         )
 
 
-def _check_zarr_chunks(path: Path) -> None:
-    """One listing of X's chunk files against its chunk grid (and, if sharded, each shard's index)."""
-    meta_path = path / schema.X_NAME / "zarr.json"
+def _check_zarr_chunks(path: Path, name: str = schema.X_NAME) -> None:
+    """One listing of an array's chunk files against its chunk grid (and, if sharded, each shard's index)."""
+    meta_path = path / name / "zarr.json"
     try:
         meta = json.loads(meta_path.read_text())
     except (OSError, ValueError):
-        raise StoreError(f"{str(path)!r} has unreadable metadata for X; the store is corrupt — recreate it.") from None
-    layout = chunk_layout(path / schema.X_NAME, meta)
+        raise StoreError(f"{str(path)!r} has unreadable metadata for {name}; the store is corrupt — recreate it.") from None
+    layout = chunk_layout(path / name, meta)
     if layout is not None:
-        check_layout_complete(layout, f"X of the store at {path}")
+        check_layout_complete(layout, f"{name} of the store at {path}")
 
 
 def _mtime_token(path: Path) -> str:
