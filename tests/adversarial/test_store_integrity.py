@@ -327,3 +327,17 @@ def test_deleted_feature_ids_chunk_is_refused(adv_data, tmp_path):
     with pytest.raises(StoreError) as excinfo:
         wideml.open_store(store)
     assert_api_refused(excinfo, "feature_ids of the store", "missing")
+
+
+@pytest.mark.parametrize("shape", ["abc", [10, "x", 60], [0, 600], [10, 61], [True, 600]])
+def test_malformed_or_inconsistent_feature_shape_is_refused(adv_stores, fresh_copy, shape):
+    """A feature_shape that does not describe X would map results into the wrong voxels."""
+    store = fresh_copy(adv_stores[0])
+    _set_attrs(store, feature_shape=shape)
+    assert_refused(run_cli("info", store), "feature_shape", str(store))
+
+
+def test_consistent_feature_shape_is_kept(adv_stores, fresh_copy):
+    store = fresh_copy(adv_stores[0])
+    _set_attrs(store, feature_shape=[10, 6, 10])
+    assert wideml.open_store(store).feature_shape == (10, 6, 10)

@@ -305,7 +305,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
             PerformanceWarning,
             stacklevel=2,
         )
-    feature_shape = attrs.get("feature_shape")
+    feature_shape = _feature_shape(path, attrs.get("feature_shape"), p)
     return FeatureStore(
         path=path,
         format=fmt,
@@ -313,7 +313,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         y=y,
         sample_ids=ids[schema.SAMPLE_IDS_NAME],
         feature_ids=ids[schema.FEATURE_IDS_NAME],
-        feature_shape=tuple(feature_shape) if feature_shape else None,
+        feature_shape=feature_shape,
         stored_chunks=chunks,
         attrs=attrs,
         codec=reader.describe_codec(),
@@ -345,6 +345,20 @@ def _check_zarr_chunks(path: Path, name: str = schema.X_NAME) -> None:
     layout = chunk_layout(path / name, meta)
     if layout is not None:
         check_layout_complete(layout, f"{name} of the store at {path}")
+
+
+def _feature_shape(path: Path, value, n_features: int) -> tuple[int, ...] | None:
+    """The store's ``feature_shape`` attribute, checked: positive integers whose product is the number of features."""
+    if value is None or value == []:
+        return None
+    ok = isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    if not ok:
+        raise StoreError(f"the store at {path} has feature_shape = {value!r} in its wideml attributes, which is not a list of "
+                         "positive integers; fix the attribute (e.g. [91, 109, 91]) or remove it.")
+    if int(np.prod(value)) != n_features:
+        raise StoreError(f"the store at {path} has feature_shape = {list(value)} ({int(np.prod(value))} values) but X has "
+                         f"{n_features} features; fix the attribute or remove it.")
+    return tuple(int(v) for v in value)
 
 
 def _mtime_token(path: Path) -> str:
