@@ -282,6 +282,17 @@ def test_deleted_loadings_chunk_is_refused_cli(fitted, fresh_copy, adv_stores, t
     assert not out.exists()
 
 
+def test_truncated_loadings_chunk_is_refused_cli(fitted, fresh_copy, adv_stores, tmp_path):
+    """A truncated p-sized chunk would otherwise fail deep inside the projection pass with a traceback."""
+    model = fresh_copy(fitted[1])
+    chunk = sorted(f for f in (model / "loadings" / "c").rglob("*") if f.is_file())[0]
+    chunk.write_bytes(chunk.read_bytes()[:100])
+    out = tmp_path / "pred.csv"
+    assert_refused(run_cli("predict", model, adv_stores[1], "-o", out), "'loadings'", "100 bytes", "truncated")
+    assert not out.exists()
+    assert_no_debris(tmp_path)
+
+
 def test_deleted_chunk_of_a_small_array_is_refused(fitted, fresh_copy):
     model = fresh_copy(fitted[1])
     for f in (model / "offset" / "c").rglob("*"):

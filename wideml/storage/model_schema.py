@@ -24,6 +24,7 @@ nested dict of the same form for a JSON object.
 
 from __future__ import annotations
 
+import json
 import numbers
 import os
 from collections.abc import Mapping
@@ -238,6 +239,8 @@ def check_model_contents(schema: ModelSchema, state: Any, group, group_path: str
                 more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
                 raise SchemaViolation(f"{describe_chunk(missing[0], arr.shape, arr.chunks)}{more} of its array {name!r} is missing "
                                       "(a chunk file was deleted), so those values would read as zeros")
+            if spec.p_sized:
+                _check_raw_chunk_sizes(os.path.join(os.fspath(group_path), name), name, arr)
         if not spec.p_sized:
             try:
                 values = np.asarray(arr[...])
@@ -246,3 +249,31 @@ def check_model_contents(schema: ModelSchema, state: Any, group, group_path: str
             _check_small_values(name, spec, values, dims)
     return dims
 
+
+
+def _check_raw_chunk_sizes(array_dir: str, name: str, arr) -> None:
+    """Every chunk file of an uncompressed array holds exactly one chunk's bytes (a stat per chunk, no read).
+
+    p-sized arrays are read only when new data is projected; a truncated chunk
+    file would fail there, deep inside a pass. Compressed arrays are left to
+    the decoder, which reports a damaged chunk when it is read.
+    """
+    from wideml.storage.integrity import describe_chunk, expected_chunk_keys
+
+    try:
+        with open(os.path.join(array_dir, "zarr.json")) as f:
+            codecs = json.load(f).get("codecs") or []
+    except (OSError, ValueError):
+        raise SchemaViolation(f"its array {name!r} has unreadable metadata") from None
+    if [c.get("name") for c in codecs] != ["bytes"]:
+        return
+    expected = int(np.prod(arr.chunks)) * np.dtype(arr.dtype).itemsize
+    for key in sorted(expected_chunk_keys(arr.shape, arr.chunks)):
+        path = os.path.join(array_dir, "c", *map(str, key))
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            continue  # missing chunks are reported by the listing above
+        if size != expected:
+            raise SchemaViolation(f"{describe_chunk(key, arr.shape, arr.chunks)} of its array {name!r} has {size} bytes, not "
+                                  f"{expected} (its file is truncated or damaged)")
