@@ -106,10 +106,96 @@ def _apply_common(args: argparse.Namespace) -> None:
         dask.config.set({"wideml.memory-limit": args.memory_limit})
     if getattr(args, "progress", None) is not None:
         dask.config.set({"wideml.progress": bool(args.progress)})
+    if getattr(args, "workdir", None):
+        dask.config.set({"wideml.workdir": args.workdir})
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Prepare (config, sweep of dead runs' leftovers, pre-flight checks) and run the handler on its scheduler."""
+    from wideml.cli.before_run import preflight, sweep_leftovers
+
+    absolute_paths(args)
+    _apply_common(args)
+    sweep_leftovers(args)
+    preflight(args)
+    if not getattr(args, "needs_scheduler", True):
+        return int(args.handler(args) or 0)
+    from wideml.runtime.quiesce import cancel_client_futures_on_failure, wait_for_running_tasks
+    from wideml.runtime.scheduler import announce_scheduler, use_scheduler
+
+    cancel_client_futures_on_failure(True)  # the command owns its client: a failed run's queued tasks need not run
+    try:
+        with use_scheduler(getattr(args, "scheduler", None)):
+            announce_scheduler()  # "wideml: scheduler threads (3 threads)" on stderr, with the progress bars
+            try:
+                _check_worker_outputs(args)
+                return int(args.handler(args) or 0)
+            except BaseException:
+                wait_for_running_tasks()  # while the client is still open: no task may write after the clean-up
+                raise
+    finally:
+        cancel_client_futures_on_failure(False)
+
+
+def _clean_up() -> None:
+    """After a failed or interrupted run: wait for running tasks, then remove this run's partial outputs and work folders."""
+    from wideml.runtime.ownership import remove_scratch
+    from wideml.runtime.quiesce import wait_for_running_tasks
+
+    try:
+        wait_for_running_tasks()
+    finally:
+        remove_scratch()
+
+
+def _progress_shown() -> bool:
+    """Whether progress bars were drawn on stderr (``--progress``, or ``auto`` on a terminal)."""
+    import dask.config
+
+    value = str(dask.config.get("wideml.progress", "auto")).lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off"):
+        return False
+    from wideml.runtime.signals import stderr_is_terminal
+
+    return stderr_is_terminal()
+
+
+def _interrupted(signum: int) -> int:
+    """Clean up after SIGINT/SIGTERM, print one line, and return (or, after a real signal, exit with) 130/143."""
+    import signal
+
+    from wideml.runtime import signals
+
+    try:
+        _clean_up()
+    except BaseException:  # noqa: BLE001 - the one line below is all the user gets
+        pass
+    status = signals.EXIT_STATUS.get(signum, 130)
+    signals.say(f"wideml: interrupted by {signal.Signals(signum).name}; partial outputs and work folders of this run were removed.",
+                after_progress=_progress_shown())
+    if signals.signal_received() is not None:
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        os._exit(status)  # skip interpreter shutdown: no library prints a traceback wall on the way out
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``wideml`` console script; returns the exit status."""
+    """Entry point of the ``wideml`` console script; returns the exit status.
+
+    SIGINT and SIGTERM stop the run, remove its partial outputs and work
+    folders (after the running tasks stopped) and exit with 130 / 143 and one
+    line on stderr.
+    """
+    import signal
+
+    from wideml.runtime.preflight import is_disk_full
+    from wideml.runtime.signals import Interrupted, interrupts_raise
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
@@ -117,22 +203,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     warnings.simplefilter("always", PerformanceWarning)
     warnings.formatwarning = lambda msg, cat, *a, **k: f"wideml: warning: {msg}\n"
-    try:
-        absolute_paths(args)
-        _apply_common(args)
-        if getattr(args, "needs_scheduler", True):
-            from wideml.runtime.scheduler import use_scheduler
+    with interrupts_raise():
+        try:
+            return _run(args)
+        except Interrupted as exc:
+            return _interrupted(exc.signum)
+        except KeyboardInterrupt:
+            return _interrupted(signal.SIGINT)
+        except WidemlError as exc:
+            _clean_up()
+            print(f"wideml: error: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            from wideml.cli.before_run import disk_full_folder
+            from wideml.runtime.preflight import disk_full_error
 
-            with use_scheduler(getattr(args, "scheduler", None)):
-                _check_worker_outputs(args)
-                return int(args.handler(args) or 0)
-        return int(args.handler(args) or 0)
-    except WidemlError as exc:
-        print(f"wideml: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("wideml: interrupted; no partial output was kept.", file=sys.stderr)
-        return 130
+            _clean_up()
+            print(f"wideml: error: {disk_full_error(disk_full_folder(exc, args))}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -52,6 +52,9 @@ def register(sub, common) -> None:
     p.add_argument("--kernel-selection", choices=("fixed", "cv", "alignment", "sum"),
                    help="kpca-*: choose the RBF from the paper's 21 sigmas by cv, alignment, or their sum (default fixed)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model")
+    p.add_argument("--no-resume", action="store_true",
+                   help="start over even if <output>.wideml-work holds checkpoints of an interrupted run of the same fit")
+    p.add_argument("--workdir", metavar="DIR", help="parent folder of this run's work folders (wideml-fit-*; default from config workdir, else the system temporary directory)")
     p.set_defaults(handler=run_fit)
 
     p = sub.add_parser("transform", parents=[common], help="embed a store with a fitted model (one pass)")
@@ -81,6 +84,7 @@ def register(sub, common) -> None:
     p.add_argument("-o", "--output", help="JSON report path")
     p.add_argument("--plot", help="PNG of error against dimension")
     p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--workdir", metavar="DIR", help="parent folder of this run's work folders (wideml-fit-*; default from config workdir, else the system temporary directory)")
     p.set_defaults(handler=run_cv)
 
 
@@ -119,9 +123,14 @@ def run_fit(args: argparse.Namespace) -> int:
     est = _build(args.method, args, store.n_samples)
     if store.y is None:
         raise WidemlError(f"store {args.store!r} holds no labels y; fitting needs a labelled store.")
-    est.fit(store, store.y)
-    save_model(est, args.output, overwrite=args.overwrite,
-               provenance={"store": str(Path(args.store).resolve()), "n_samples": store.n_samples, "n_features": store.n_features})
+    from wideml.runtime.checkpoint import resumable
+
+    work = str(Path(args.output).resolve()) + ".wideml-work"  # beside the output: a rerun of the same command finds it
+    with resumable(work, resume=not getattr(args, "no_resume", False)):
+        est.fit(store, store.y)
+        save_model(est, args.output, overwrite=args.overwrite,
+                   provenance={"store": str(Path(args.store).resolve()), "n_samples": store.n_samples, "n_features": store.n_features})
+    _report_reads()
     from wideml.estimators.classifier import EmbeddingClassifier
 
     emb = est.embedding_ if isinstance(est, EmbeddingClassifier) else est
@@ -136,6 +145,16 @@ def run_fit(args: argparse.Namespace) -> int:
     print(f"fitted {args.method} on {store.n_samples} samples x {store.n_features} features ({'; '.join(detail)}); "
           f"model written to {args.output}")
     return 0
+
+
+def _report_reads() -> None:
+    """Test hook: with WIDEML_TEST_REPORT_READS set, print this process's chunk reads of X on stderr."""
+    import os
+
+    if os.environ.get("WIDEML_TEST_REPORT_READS"):
+        from wideml.storage.reader import READ_COUNTER
+
+        print(f"wideml-test: chunk reads {sum(READ_COUNTER.values())}", file=sys.stderr)
 
 
 def run_transform(args: argparse.Namespace) -> int:
@@ -154,16 +173,11 @@ def run_transform(args: argparse.Namespace) -> int:
 
 
 def _write_atomic(path: str, write) -> None:
-    import os
+    """Write a small file aside (an owned hidden ``.NAME.partial-*`` folder) and rename it into place."""
+    from wideml.storage.atomic import atomic_output
 
-    tmp = f"{path}.partial"
-    try:
-        with open(tmp, "wb") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_output(path, overwrite=True, workers_write=False) as tmp, open(tmp, "wb") as fh:
+        write(fh)
 
 
 def run_predict(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from threadpoolctl import threadpool_limits
 from wideml.algebra.lol import Projection, _check_components
 from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._params import NON_NEGATIVE_INT, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Options, PathLike
+from wideml.estimators import _resume
 from wideml.estimators._solver import folds_loadings
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
@@ -129,19 +130,22 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         _check_components(d, bound, self._method_name(), f"(n_classes - 1) + min(n_samples - n_classes, n_features) = {bound}")
         median = self._uses_medians()
         group = None
+        self._session = _resume.begin(self, data)  # a resumable fit (inside wideml.runtime.checkpoint.resumable), else None
         if not data.in_memory:
             width = data.X.chunks[1][0]
-            group = new_model_group(
-                self, getattr(self, "workdir", None),
-                {FEATURE_MEAN: ((p,), (width,)), CLASS_MEANS: ((K, p), (K, width)), CLASS_MEDIANS: ((K, p), (K, width))},
-            )
+            arrays = {FEATURE_MEAN: ((p,), (width,)), CLASS_MEANS: ((K, p), (K, width)), CLASS_MEDIANS: ((K, p), (K, width))}
+            group = _resume.model_group(self._session, arrays) if self._session else new_model_group(self, getattr(self, "workdir", None), arrays)
         solver, reason = self._choose_solver(data, d)
         fold = solver == "randomized" and group is not None and folds_loadings(n, d, self.n_oversamples, data.X.dtype.itemsize)
         total = self._n_passes(solver, not fold)
-        if fold:
-            components, embedding, shift, eigenvalues, kinds = self._fit_randomized_store(data, d, median, group)
-        else:
-            components, embedding, shift, eigenvalues, kinds = self._fit_with_emit(data, d, median, group, solver, total)
+        try:
+            if fold:
+                components, embedding, shift, eigenvalues, kinds = self._fit_randomized_store(data, d, median, group)
+            else:
+                components, embedding, shift, eigenvalues, kinds = self._fit_with_emit(data, d, median, group, solver, total)
+        finally:
+            session, self._session = self._session, None
+        group = self.__dict__.pop("_settled_group", group)
         self.classes_ = data.classes
         self.train_codes_ = data.codes
         self.n_features_in_ = p
@@ -176,24 +180,35 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
                 medians = da.from_zarr(f"{group}/{CLASS_MEDIANS}")
         if group is not None:
             self._new_loadings(group, p, d, data.X.chunks[1][0])
-        (emitted,) = compute(
-            emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
-                      with_embedding=embedding is None, precision=self._resolved_precision(data.X.dtype)),
+        ck = _resume.pass_checkpoint(self._session, total, total, kind="emit", B=_resume.digest(proj.B, proj.Dm if median else None))
+        emitted = _resume.run_pass(
+            ck, lambda ck: emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
+                                     with_embedding=embedding is None, precision=self._resolved_precision(data.X.dtype), checkpoint=ck),
             label=f"{type(self).__name__} fit, pass {total}/{total}: emit loadings",
         )
         shift, A, XA, AtA = emitted
         shift = np.asarray(shift, dtype=np.float64)
+        group = self._settle(group)
         components = A if A is not None else da.from_zarr(f"{group}/{LOADINGS}")  # (p, d)
         if embedding is None:  # randomized: X_c A from the emit pass
             embedding = XA - shift
             components, embedding, shift = self._maybe_orthogonalize(components, embedding, shift, AtA)
         return components, embedding, shift, proj.eigenvalues, proj.kinds
 
+    def _settle(self, group):
+        """A resumable fit's model group, moved out of the work directory once the last pass is done."""
+        if self._session is not None and group is not None:
+            group = self._settled_group = _resume.settle_group(self, group, getattr(self, "workdir", None))
+        return group
+
     @staticmethod
     def _new_loadings(group: str, p: int, d: int, width: int) -> None:
         import zarr
 
-        zarr.open_group(group, mode="r+").create_array(
+        existing = zarr.open_group(group, mode="r+")
+        if LOADINGS in existing and tuple(existing[LOADINGS].shape) == (p, d):  # a resumed fit keeps the chunks already written
+            return
+        existing.create_array(
             LOADINGS, shape=(p, d), chunks=(width, d), dtype=np.float64, compressors=None, fill_value=0.0
         )
 
@@ -221,16 +236,19 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         total = self._n_passes("randomized", emit=not fold)
         name = type(self).__name__
         kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
-        (first,) = compute(sketch_pass(data.X, data.codes, K, medians=median, out_group=group,
-                                       embed_first=self._first_moment() if fold else None, **kw),
-                           label=f"{name} fit, pass 1/{total}: sketch and class statistics")
+        ck = _resume.pass_checkpoint(self._session, 1, total, kind="sketch", seed=kw["seed"], fold=fold)
+        first = _resume.run_pass(ck, lambda ck: sketch_pass(data.X, data.codes, K, medians=median, out_group=group,
+                                                            embed_first=self._first_moment() if fold else None, checkpoint=ck, **kw),
+                                 label=f"{name} fit, pass 1/{total}: sketch and class statistics")
         Y, cg_means, cg_meds, sums = first
         for i in range(self.n_power_iter + 1):
             with threadpool_limits(1, user_api="blas"):  # n x l algebra: threads only contend
                 Q = orthonormal_basis(Y)
             last = i == self.n_power_iter
-            (step,) = compute(sketch_pass(data.X, data.codes, K, Q=Q, final=fold and last, out_group=group if fold and last else None, **kw),
-                              label=f"{name} fit, pass {i + 2}/{total}: {'Rayleigh-Ritz' if last else 'power iteration'}")
+            ck = _resume.pass_checkpoint(self._session, i + 2, total, kind="power", seed=kw["seed"], final=fold and last, Q=_resume.digest(Q))
+            step = _resume.run_pass(ck, lambda ck: sketch_pass(data.X, data.codes, K, Q=Q, final=fold and last,
+                                                               out_group=group if fold and last else None, checkpoint=ck, **kw),
+                                    label=f"{name} fit, pass {i + 2}/{total}: {'Rayleigh-Ritz' if last else 'power iteration'}")
             Y = step[0]
         return Q, step, cg_meds if median else cg_means, sums
 
@@ -251,6 +269,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
 
         basis_dir = os.path.join(group, SKETCH_BASIS)
         os.makedirs(basis_dir, exist_ok=True)
+        done = False
         try:
             _, step, centroid_gram, sums = self._sketch_passes(data, d, median, group, fold=True)
             XZ, T = step[0], step[3]["ZtZ"]
@@ -260,8 +279,11 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
             self._new_loadings(group, data.n_features, d, data.X.chunks[1][0])
             ((shift, AtA),) = compute(assemble_loadings(group, data.X.chunks[1], CLASS_MEDIANS if median else CLASS_MEANS, basis_dir, E, Ws),
                                       label=f"{type(self).__name__} fit: loadings from the model group (no pass over X)")
+            done = True
         finally:
-            shutil.rmtree(basis_dir, ignore_errors=True)
+            if done or self._session is None:  # an interrupted resumable fit keeps the final pass's Z files for the rerun
+                shutil.rmtree(basis_dir, ignore_errors=True)
+        group = self._settle(group)
         parts = ([sums["XU"] @ E] if E.shape[1] else []) + ([XZ @ Ws] if Ws.shape[1] else [])
         components, embedding, shift = self._maybe_orthogonalize(da.from_zarr(f"{group}/{LOADINGS}"), np.hstack(parts), shift, AtA)
         return components, embedding, shift, vals, kinds
@@ -291,10 +313,11 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
 
     def _fit_gram(self, data: FitInput, d: int, median: bool, group):
         n, K = data.n_samples, data.n_classes
-        (stats,) = compute(
-            gram_pass(data.X, data.codes, K, median_subsets=[np.arange(n)] if median else [],
-                      precision=self._resolved_precision(data.X.dtype), out_group=group),
-            label=f"{type(self).__name__} fit, pass 1/2: Gram and class statistics",
+        stats = _resume.run_pass(
+            _resume.pass_checkpoint(self._session, 1, 2, kind="gram"),
+            lambda ck: gram_pass(data.X, data.codes, K, median_subsets=[np.arange(n)] if median else [],
+                                 precision=self._resolved_precision(data.X.dtype), out_group=group, checkpoint=ck),
+            label=f"{type(self).__name__} fit, pass 1/2: Gram and class statistics", to_state=_resume.gram_state, from_state=_resume.gram_from_state,
         )
         P, Q = (stats.medians[0].P, stats.medians[0].Q) if median else (None, None)
         with small_algebra_threads(n):

@@ -12,20 +12,54 @@ import numpy as np
 from wideml.exceptions import ConfigError
 
 
+#: Name prefix of the work folders :func:`new_model_group` makes (swept by the next run if their owner died).
+WORK_FOLDER_PREFIX = "wideml-fit-"
+
+
+def work_bytes(arrays: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]) -> int:
+    """Bytes of the float64 arrays ``name -> (shape, chunks)`` of a work folder."""
+    return int(sum(8 * int(np.prod(shape, dtype=np.int64)) for shape, _ in arrays.values()))
+
+
+def _remove(folder: str) -> None:
+    from wideml.runtime.ownership import unregister_scratch
+
+    shutil.rmtree(folder, ignore_errors=True)
+    unregister_scratch(folder)
+
+
+def sweep_work_folders(workdir: str | os.PathLike | None) -> list:
+    """Remove the ``wideml-fit-*`` folders under ``workdir`` (resolved as for fitting) whose owner process is gone.
+
+    Returns
+    -------
+    list of Path
+        The folders removed.
+    """
+    from wideml.runtime.ownership import sweep
+
+    return sweep(resolve_workdir(workdir), [WORK_FOLDER_PREFIX + "*"])
+
+
 def resolve_workdir(workdir: str | os.PathLike | None) -> str:
     """The absolute, symlink-resolved parent folder of fitted-array groups.
 
     Parameters
     ----------
     workdir : path-like or None
-        The estimator's ``workdir=`` parameter; None means the system
-        temporary directory. A relative path is taken from the current
+        The estimator's ``workdir=`` parameter; None means the config key
+        ``wideml.workdir`` (CLI ``--workdir``), and if that is unset the
+        system temporary directory. A relative path is taken from the current
         directory *now*, so the graphs built on it never carry a relative path.
 
     Returns
     -------
     str
     """
+    if workdir is None:
+        from wideml.runtime.config import config_value
+
+        workdir = config_value("workdir")
     if workdir is None:
         return os.path.realpath(tempfile.gettempdir())
     try:
@@ -65,20 +99,28 @@ def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict[str, 
     import zarr
 
     from wideml.runtime.cluster_check import require_directory
+    from wideml.runtime.ownership import claim, register_scratch
+    from wideml.runtime.preflight import require_free_space
 
     parent = resolve_workdir(workdir)
     try:
         os.makedirs(parent, exist_ok=True)
-        folder = tempfile.mkdtemp(prefix="wideml-fit-", dir=parent)
+        folder = tempfile.mkdtemp(prefix=WORK_FOLDER_PREFIX, dir=parent)
     except OSError as exc:
         raise ConfigError(f"cannot create a work folder in workdir {parent} ({exc.strerror or exc}); "
-                          "pass a writable workdir=.") from None
+                          "pass a writable workdir= (CLI --workdir).") from None
     try:
+        register_scratch(folder)
+        claim(folder)
+        require_free_space([(folder, work_bytes(arrays), "the work folder (workdir=, CLI --workdir)")])
         require_directory(folder, "the work directory (workdir=)")
+    except OSError as exc:
+        _remove(folder)
+        raise ConfigError(f"cannot write in workdir {parent} ({exc.strerror or exc}); pass a writable workdir= (CLI --workdir).") from None
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove(folder)
         raise
-    weakref.finalize(owner, shutil.rmtree, folder, True)
+    weakref.finalize(owner, _remove, folder)
     path = os.path.join(folder, "fitted.zarr")
     group = zarr.create_group(store=path, zarr_format=3)
     for name, (shape, chunks) in arrays.items():

@@ -73,8 +73,28 @@ def materialise(stripe: Any) -> tuple[np.ndarray, bool]:
             block = np.asarray(read_into(rows, cols, lambda shape, dtype: scratch(shape, dtype, slot="read")))
         else:
             block = np.asarray(stripe.reader[rows, cols])
+        _after_read()
         return block, bool(block.flags.writeable)  # the task's own buffer or a fresh array
     return np.asarray(stripe), False
+
+
+#: Test-only hook: with WIDEML_TEST_KILL_AFTER_READS=N in the environment, the process SIGKILLs
+#: itself right after its N-th chunk read (the fault tests kill a fit at a known point this way).
+_KILL_AFTER = [None, 0]
+
+
+def _after_read() -> None:
+    import os
+
+    if _KILL_AFTER[0] is None:
+        text = os.environ.get("WIDEML_TEST_KILL_AFTER_READS", "")
+        _KILL_AFTER[0] = int(text) if text.strip().isdigit() else 0
+    if _KILL_AFTER[0]:
+        _KILL_AFTER[1] += 1
+        if _KILL_AFTER[1] >= _KILL_AFTER[0]:
+            import signal
+
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def feature_stripes(X: da.Array, direct: bool = False) -> tuple[list, np.ndarray]:
@@ -220,7 +240,7 @@ def _fold_step(acc: Any, add_into: Callable[[Any, Any], Any], fn: Callable[..., 
 
 
 def fold_in_lanes(fn: Callable[..., Any], arg_lists: Sequence[tuple], add_into: Callable[[Any, Any], Any],
-                  combine: Callable[..., Any], lanes: int | None = None) -> Any:
+                  combine: Callable[..., Any], lanes: int | None = None, checkpoint: Any = None) -> Any:
     """Sum ``fn(*args)`` over ``arg_lists`` in a few sequential lanes, each adding into its own accumulator.
 
     Chunk ``i`` goes to lane ``i % lanes``; a lane is a chain of tasks, each
@@ -246,6 +266,10 @@ def fold_in_lanes(fn: Callable[..., Any], arg_lists: Sequence[tuple], add_into: 
         ``combine(*accs)`` sums lane accumulators (as for :func:`tree_reduce`).
     lanes : int, optional
         Default :func:`parallel_slots`.
+    checkpoint : wideml.runtime.checkpoint.PassCheckpoint, optional
+        Makes the pass resumable (:mod:`wideml.passes.lane_checkpoints`):
+        chunks a saved lane has folded get no task (they are not read) and
+        each lane saves its accumulator at the checkpoint interval.
 
     Returns
     -------
@@ -253,6 +277,10 @@ def fold_in_lanes(fn: Callable[..., Any], arg_lists: Sequence[tuple], add_into: 
     """
     if not arg_lists:
         raise ValueError("nothing to reduce")
+    if checkpoint is not None:
+        from wideml.passes.lane_checkpoints import fold_resumable
+
+        return fold_resumable(fn, arg_lists, add_into, combine, lanes or parallel_slots(), checkpoint)
     lanes = max(1, min(int(lanes or parallel_slots()), len(arg_lists)))
     step = dask.delayed(_fold_step, pure=True)
     accs: list[Any] = [None] * lanes

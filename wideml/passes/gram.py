@@ -171,6 +171,7 @@ def gram_pass(
     median_subsets: Sequence[np.ndarray] = (),
     precision: str = "auto",
     out_group: str | None = None,
+    checkpoint=None,
 ):
     """Build the lazy one-pass graph over X (nothing is computed here).
 
@@ -193,6 +194,10 @@ def gram_pass(
         Path of an existing zarr group with arrays ``feature_mean`` (p,),
         ``class_means`` (K, p) and ``class_medians`` (K, p) chunked like X,
         which the pass fills chunk by chunk.
+    checkpoint : wideml.runtime.checkpoint.PassCheckpoint, optional
+        Makes the pass resumable: lanes are saved at the checkpoint interval
+        and chunks already folded by a saved lane are not read again (their
+        outputs are already in ``out_group``).
 
     Notes
     -----
@@ -220,7 +225,7 @@ def gram_pass(
     width = sub_stripe_width(n, copies=4 + len(sets))
     codes_d, sets_d = shared(codes), shared(sets)
     args = [(s, int(o), codes_d, n_classes, sets_d, precision, out_group, width) for s, o in zip(stripes, offsets)]
-    total = fold_in_lanes(_chunk_stats, args, _add_into, _combine, lanes=gram_lanes(n))
+    total = fold_in_lanes(_chunk_stats, args, _add_into, _combine, lanes=gram_lanes(n), checkpoint=checkpoint)
     return dask.delayed(_finish, pure=True)(total, int(X.shape[1]))
 
 

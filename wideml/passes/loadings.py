@@ -50,6 +50,11 @@ def _sum_shift(*parts):
     return tuple(total)
 
 
+def _add_emitted(acc, part):
+    """Add one chunk's (shift, None, XA, AtA) into a lane's sums (a fresh tuple; the arrays are small)."""
+    return (acc[0] + part[0], None, None if acc[2] is None else acc[2] + part[2], None if acc[3] is None else acc[3] + part[3])
+
+
 def emit_pass(
     X: da.Array,
     B: np.ndarray,
@@ -58,6 +63,7 @@ def emit_pass(
     medians=None,
     with_embedding: bool = False,
     precision: str = "auto",
+    checkpoint=None,
 ):
     """Lazy graph computing the loadings A = X^T B + M^T Dm chunk by chunk (**one pass** over X).
 
@@ -80,6 +86,10 @@ def emit_pass(
     precision : {"auto", "float64", "float32"}
         Dtype of the chunk products, as in the Gram pass (whose centring
         vector this pass recomputes, so ``shift`` matches the Gram exactly).
+    checkpoint : wideml.runtime.checkpoint.PassCheckpoint, optional
+        With ``group_path``: makes the pass resumable. Chunks are folded in
+        lanes saved at the checkpoint interval; a chunk a saved lane holds has
+        its loadings in the group already and is not read again.
 
     Returns
     -------
@@ -93,6 +103,11 @@ def emit_pass(
     med_blocks = _aligned_blocks(medians, X.chunks[1], offsets, axis=1) if Dm is not None else [None] * len(stripes)
     task = dask.delayed(_emit_chunk, pure=True)
     B_d, Dm_d = shared(B), shared(Dm)
+    if checkpoint is not None and not keep:
+        from wideml.passes.blocks import fold_in_lanes
+
+        args = [(s, int(o), B_d, Dm_d, mb, group_path, keep, with_embedding, precision) for s, o, mb in zip(stripes, offsets, med_blocks)]
+        return fold_in_lanes(_emit_chunk, args, _add_emitted, _sum_shift, checkpoint=checkpoint)
     parts = [task(s, int(o), B_d, Dm_d, mb, group_path, keep, with_embedding, precision) for s, o, mb in zip(stripes, offsets, med_blocks)]
     total = tree_reduce(parts, _sum_shift) if len(parts) > 1 else dask.delayed(_sum_shift, pure=True)(parts[0])
     if keep:

@@ -39,7 +39,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, sub_stripe_width, tree_reduce
+from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, sub_stripe_width, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, one_hot, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
 from wideml.passes.keyed_random import gaussian_rows
@@ -181,6 +181,21 @@ def _combine(*parts):
     return Y, cgm, cgd, None, extra
 
 
+def _add_into(acc, part):
+    """Add one chunk's partial sums into a lane's accumulator (in place; see :func:`fold_in_lanes`)."""
+    if acc[3] is not None or part[3] is not None:
+        return None, None, None, min(b for b in (acc[3], part[3]) if b is not None), {}
+    Y, cgm, cgd, _, extra = acc
+    Y += part[0]
+    if cgm is not None:
+        cgm += part[1]
+    if cgd is not None:
+        cgd += part[2]
+    for key in extra:
+        extra[key] += part[4][key]
+    return Y, cgm, cgd, None, extra
+
+
 def _finish(total):
     Y, cgm, cgd, bad, extra = total
     if bad is not None:
@@ -202,6 +217,7 @@ def sketch_pass(
     precision: str = "auto",
     final: bool = False,
     embed_first: str | None = None,
+    checkpoint=None,
 ):
     """Lazy graph of one randomized pass (**one pass** over X).
 
@@ -238,6 +254,10 @@ def sketch_pass(
         Means, the class-centring corrections and the sums across chunks are
         always float64. The Gaussian test matrix is generated in float64 (its
         values do not depend on the chunking) and rounded to the working dtype.
+    checkpoint : wideml.runtime.checkpoint.PassCheckpoint, optional
+        Makes the pass resumable: chunks are then folded in lanes
+        (:func:`wideml.passes.blocks.fold_in_lanes`) saved at the checkpoint
+        interval, and chunks a saved lane holds are not read again.
 
     Returns
     -------
@@ -262,6 +282,10 @@ def sketch_pass(
     if embed_first not in (None, "mean", "median") or (embed_first == "median" and not medians):
         raise ValueError("embed_first must be None, 'mean', or 'median' (which needs medians=True)")
     codes_d, Q_d = shared(codes), shared(Q)
+    if checkpoint is not None:
+        args = [(s, int(o), codes_d, n_classes, centring, seed, n_cols, Q_d, medians, out_group, width, precision, final, embed_first)
+                for s, o in zip(stripes, offsets)]
+        return dask.delayed(_finish, pure=True)(fold_in_lanes(_sketch_chunk, args, _add_into, _combine, checkpoint=checkpoint))
     parts = [task(s, int(o), codes_d, n_classes, centring, seed, n_cols, Q_d, medians, out_group, width, precision, final, embed_first)
              for s, o in zip(stripes, offsets)]
     return dask.delayed(_finish, pure=True)(tree_reduce(parts, _combine))

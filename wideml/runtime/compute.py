@@ -8,6 +8,7 @@ from typing import Any
 import dask
 
 from wideml.runtime.config import config_value
+from wideml.runtime.nested import compute_in_task, in_worker_task
 from wideml.runtime.scheduler import active_client
 
 
@@ -33,12 +34,21 @@ def compute(*collections: Any, label: str = "pass") -> tuple:
     tuple
         The computed values, in order.
 
+    Notes
+    -----
+    Inside a dask.distributed worker task (a fit submitted to a cluster, a
+    grid search under joblib's dask backend) the graph runs in that task on
+    dask's synchronous scheduler, without a progress bar
+    (:mod:`wideml.runtime.nested`). Progress bars always go to stderr.
+
     Raises
     ------
     StoreError
         On a dask.distributed scheduler, if a worker does not see a store the
         graph reads (:mod:`wideml.runtime.cluster_check`).
     """
+    if in_worker_task():  # fitted inside a dask.distributed task: run here, never wait on the cluster (see nested.py)
+        return compute_in_task(collections)
     show = _progress_enabled()
     client = active_client()
     if client is not None:
@@ -47,10 +57,9 @@ def compute(*collections: Any, label: str = "pass") -> tuple:
         check_graph(client, collections)  # the workers must see the stores this pass reads (asked once per store)
         futures = client.compute(list(collections))
         if show:
-            from distributed import progress
+            from wideml.runtime.progress import cluster_progress
 
-            print(f"[wideml] {label}", file=sys.stderr)
-            progress(futures)
+            cluster_progress(client, futures, label)  # on stderr: stdout carries the command's output
         return tuple(client.gather(futures))
     from wideml.passes.scratch import release
 

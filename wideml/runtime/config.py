@@ -100,9 +100,15 @@ def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read config file {str(path)!r} ({exc.strerror or exc}); check the path.") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (byte {exc.start} on line {line}); "
+                          "save it as UTF-8.") from None
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
@@ -125,5 +131,7 @@ def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
         raise ConfigError(f"config file {str(path)!r}: threads must be a positive integer or auto, got {settings['threads']!r}.")
     if "checksum" in settings:
         parse_bool(settings["checksum"], f"config file {str(path)!r}: checksum")
+    if settings.get("workdir") is not None and (not isinstance(settings["workdir"], str) or not settings["workdir"].strip()):
+        raise ConfigError(f"config file {str(path)!r}: workdir must be a folder path or null, got {settings['workdir']!r}.")
     dask.config.set({f"wideml.{k}": v for k, v in settings.items()})
     return settings

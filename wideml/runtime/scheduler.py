@@ -10,7 +10,7 @@ import dask
 
 from wideml.exceptions import ConfigError
 
-SCHEDULER_HELP = "threads, processes, sync, local:N (a LocalCluster of N workers on 127.0.0.1) or tcp://HOST:PORT"
+SCHEDULER_HELP = "threads, processes, sync, local:N (a LocalCluster of N workers on 127.0.0.1), tcp://HOST:PORT or tls://HOST:PORT"
 _LOCAL = re.compile(r"^local:(\d+)$")
 
 
@@ -23,9 +23,12 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
     spec : str, optional
         ``"threads"`` (default, dask's threaded scheduler), ``"processes"``,
         ``"sync"``, ``"local:N"`` (starts a ``dask.distributed.LocalCluster`` of
-        N single-threaded worker processes bound to 127.0.0.1 and stops it on
-        exit) or a scheduler address ``"tcp://HOST:PORT"``. ``None`` reads
-        ``wideml.scheduler`` from the config.
+        N single-threaded worker processes bound to 127.0.0.1 on free ports,
+        with no dashboard unless config ``wideml.dashboard`` asks, and stops it
+        on exit) or a scheduler address ``"tcp://HOST:PORT"`` /
+        ``"tls://HOST:PORT"`` (TLS from dask's ``distributed.comm.tls.*``
+        settings). ``None`` reads ``wideml.scheduler`` from the config. An
+        explicit local choice wins over a default ``distributed.Client``.
 
     Yields
     ------
@@ -55,28 +58,15 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
         n_workers = int(match.group(1))
         if n_workers < 1:
             raise ConfigError(f"scheduler {spec!r} asks for no workers; use local:N with N >= 1.")
-        from distributed import Client, LocalCluster
+        from wideml.runtime.local_cluster import start_local_cluster
 
-        with LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, host="127.0.0.1", dashboard_address=None, processes=True
-        ) as cluster, Client(cluster) as client, dask.config.set(scheduler=client):
+        with start_local_cluster(n_workers) as client, dask.config.set(scheduler=client):
             yield spec
         return
     if spec.startswith(("tcp://", "tls://", "inproc://")):
-        from distributed import Client
+        from wideml.runtime.remote import connect
 
-        check_address(spec)
-        try:
-            client = Client(spec, timeout="3s")
-        except (ValueError, TypeError) as exc:  # e.g. tls:// without distributed's TLS settings
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
-            raise ConfigError(f"cannot connect to the dask scheduler at {spec} ({reason}); check the address and, "
-                              "for tls://, distributed's TLS settings.") from None
-        except (OSError, TimeoutError):
-            raise ConfigError(
-                f"cannot reach a dask scheduler at {spec}; start one with 'dask scheduler' and 'dask worker {spec}', "
-                "or check the address."
-            ) from None
+        client = connect(spec)
         try:
             with dask.config.set(scheduler=client):
                 yield spec
@@ -111,13 +101,82 @@ def check_address(spec: str) -> None:
 
 
 def active_client():
-    """The dask.distributed client in use, or None for the local schedulers."""
+    """The dask.distributed client wideml computes on, or None for the local schedulers.
+
+    An explicit local choice wins: when dask's ``scheduler`` setting names a
+    local scheduler (``threads``, ``sync``, ``processes``, e.g. from
+    :func:`use_scheduler`), a default ``distributed.Client`` is ignored. Inside
+    a dask.distributed worker task the answer is always None: nested work runs
+    in that task (:mod:`wideml.runtime.nested`), never on the cluster it
+    belongs to.
+    """
+    from wideml.runtime.nested import in_worker_task
+
+    if in_worker_task():
+        return None
     scheduler = dask.config.get("scheduler", None)
     if scheduler is not None and type(scheduler).__name__ == "Client":
         return scheduler
+    if isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS:
+        return None
     try:
         from distributed import default_client
 
         return default_client()
     except (ImportError, ValueError):
         return None
+
+
+#: dask's names of the schedulers that run in this process (or its own process pool).
+LOCAL_SCHEDULERS = frozenset(
+    {"threads", "threading", "sync", "synchronous", "single-threaded", "processes", "multiprocessing"}
+)
+
+
+def describe_scheduler() -> str:
+    """One phrase naming the scheduler the next computation runs on, e.g. ``"threads (3 threads)"``.
+
+    Returns
+    -------
+    str
+        ``"threads (N threads)"``, ``"sync (1 thread)"``, ``"processes (N processes)"``
+        or ``"ADDRESS (W workers, T threads)"`` for a dask.distributed cluster
+        (with its dashboard link when one is running).
+    """
+    import os
+
+    client = active_client()
+    if client is not None:
+        try:
+            nthreads = client.nthreads()
+            where = f"{client.scheduler.address} ({len(nthreads)} workers, {sum(nthreads.values())} threads)"
+        except Exception:  # noqa: BLE001 - a client that cannot answer is still named
+            where = str(getattr(client.scheduler, "address", "a dask.distributed cluster"))
+        if getattr(client, "_wideml_dashboard", False):
+            where += f", dashboard {client.dashboard_link}"
+        return where
+    name = dask.config.get("scheduler", None) or "threads"
+    if name in ("sync", "synchronous", "single-threaded"):
+        return "sync (1 thread)"
+    if name in ("processes", "multiprocessing"):
+        pool = dask.config.get("pool", None)
+        count = getattr(pool, "_max_workers", None) or os.cpu_count() or 1
+        return f"processes ({count} processes)"
+    from wideml.runtime.config import thread_count
+
+    return f"threads ({thread_count()} threads)"
+
+
+def announce_scheduler() -> None:
+    """Print ``wideml: scheduler ...`` (:func:`describe_scheduler`) on stderr when progress displays are on.
+
+    It belongs with the progress bars (``--progress``, or ``auto`` on a
+    terminal): with ``--no-progress`` stderr keeps to warnings and the one
+    error sentence.
+    """
+    import sys
+
+    from wideml.runtime.compute import _progress_enabled
+
+    if _progress_enabled():
+        print(f"wideml: scheduler {describe_scheduler()}", file=sys.stderr)

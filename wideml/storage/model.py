@@ -116,7 +116,8 @@ def _write_array(group, name: str, arr) -> None:
         arr = np.asarray([v.decode() if isinstance(v, bytes) else str(v) for v in arr.ravel()], dtype=str).reshape(arr.shape)
         z = group.create_array(name, shape=arr.shape, dtype=str, chunks=arr.shape or (1,))
     else:
-        z = group.create_array(name, shape=arr.shape, dtype=arr.dtype, chunks=arr.shape if arr.size else None, compressors=None)
+        chunks = tuple(max(1, s) for s in arr.shape)  # a 0-size array (e.g. no eigen-directions) still needs chunks >= 1
+        z = group.create_array(name, shape=arr.shape, dtype=arr.dtype, chunks=chunks, compressors=None)
     if arr.size:
         z[...] = arr
 

@@ -238,7 +238,8 @@ def create_store(
     if missing_chunks_are_fill:
         attrs["missing_chunks"] = "fill"
     checksum = checksum_enabled(checksum)
-    ctx = atomic_output(path, overwrite)
+    uncompressed = _compressor_for(compressor) is None  # a compressed store's size is not known before writing
+    ctx = atomic_output(path, overwrite, needed_bytes=n_samples * n_features * dtype.itemsize if uncompressed else 0)
     tmp = ctx.__enter__()
     try:
         smalls = {}

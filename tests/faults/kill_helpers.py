@@ -1,0 +1,84 @@
+"""Start the wideml CLI as a real subprocess, wait until its first pass runs, and signal it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_BAR = re.compile(r"\d+% Completed \| ")
+
+
+def start_cli(*args, log: Path, progress: bool = True, env: dict | None = None) -> subprocess.Popen:
+    """``wideml ARGS`` in a fresh interpreter; stderr goes to ``log`` (a file, so it can be polled)."""
+    cmd = [sys.executable, "-m", "wideml.cli.main", *map(str, args), "--progress" if progress else "--no-progress"]
+    full_env = {**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning", **(env or {})}
+    with open(log, "wb") as err:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=full_env)
+
+
+def wait_until(predicate, proc: subprocess.Popen, timeout: float = 60.0, what: str = "the first pass") -> None:
+    """Poll ``predicate()`` every 20 ms; fail if the process ends first or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"wideml ended (status {proc.returncode}) before {what} started")
+        time.sleep(0.02)
+    proc.kill()
+    raise AssertionError(f"{what} did not start within {timeout} s")
+
+
+def pass_started(log: Path):
+    """A predicate: stderr shows a pass's label and its progress bar has started."""
+    return lambda: "% Completed" in log.read_text(errors="replace")
+
+
+def partial_has_chunks(folder: Path, name: str):
+    """A predicate: the hidden ``.NAME.partial-*`` folder beside the output holds some chunk files of X."""
+    def check() -> bool:
+        for aside in folder.glob(f".{name}.partial-*"):
+            chunks = aside / name / "X" / "c"
+            if chunks.is_dir() and any(chunks.iterdir()):
+                return True
+        return False
+    return check
+
+
+def signal_and_wait(proc: subprocess.Popen, sig: int, timeout: float = 120.0, log: Path | None = None) -> int | tuple[int, str]:
+    """Send ``sig`` and wait; with ``log``, also return what the process wrote on stderr after the signal."""
+    before = log.stat().st_size if log is not None else 0
+    proc.send_signal(sig)
+    proc.communicate(timeout=timeout)
+    if log is None:
+        return proc.returncode
+    return proc.returncode, log.read_bytes()[before:].decode(errors="replace")
+
+
+def non_progress_lines(stderr: str) -> list[str]:
+    """stderr without pass labels and progress-bar frames: what a user reads as messages."""
+    out = []
+    for line in stderr.splitlines():
+        if line.startswith("[wideml] "):
+            continue
+        out += [seg for seg in line.split("\r") if seg.strip() and not _BAR.search(seg)]
+    return out
+
+
+def leftovers(*folders: Path) -> list[Path]:
+    """Hidden ``.partial-*``/``.old-*`` outputs and ``wideml-fit-*`` work folders directly in ``folders``."""
+    found = []
+    for folder in folders:
+        if folder.is_dir():
+            found += [p for p in folder.iterdir()
+                      if ".partial-" in p.name or ".old-" in p.name or p.name.startswith("wideml-fit-")]
+    return sorted(found)
+
+
+def expected_status(sig: int) -> int:
+    return {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}[sig]
