@@ -116,12 +116,14 @@ def _group_array(group: str, name: str, arrays: dict) -> da.Array:
     """
     import uuid
 
+    from wideml.estimators._workdir import keep_folder_alive
     from wideml.storage.reader import ZarrReader
 
     shape, chunks = arrays[name]
     reader = ZarrReader(group, name, shape, np.float64, chunks, missing="fill")  # zarr skips all-zero chunks of model arrays
-    return da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0)),
-                         name=f"wideml-encoder-{name}-{uuid.uuid4().hex}")
+    arr = da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0)),
+                        name=f"wideml-encoder-{name}-{uuid.uuid4().hex}")
+    return keep_folder_alive(arr, group)
 
 
 def _lazy(Xd, Xmem):

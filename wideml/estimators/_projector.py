@@ -15,7 +15,7 @@ from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._params import NON_NEGATIVE_INT, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Options, PathLike
 from wideml.estimators import _resume
 from wideml.estimators._solver import folds_loadings
-from wideml.estimators._workdir import new_model_group
+from wideml.estimators._workdir import new_model_group, work_array
 from wideml.exceptions import WidemlError
 from wideml.passes.chunkmath import class_medians, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
@@ -163,7 +163,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         self._group = group
         self.components_ = components.T
         if group is not None:
-            self.class_means_ = da.from_zarr(f"{group}/{CLASS_MEANS}")
+            self.class_means_ = work_array(group, CLASS_MEANS)
 
     def _fit_with_emit(self, data: FitInput, d: int, median: bool, group, solver: str, total: int):
         """Gram solver (any input) or randomized solver on in-memory input: the loadings come from an emit pass over X."""
@@ -177,7 +177,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
             if data.in_memory:
                 medians = class_medians(data.numpy_X, data.codes, K)  # middle pairs averaged in float64, as the passes do
             else:
-                medians = da.from_zarr(f"{group}/{CLASS_MEDIANS}")
+                medians = work_array(group, CLASS_MEDIANS)
         if group is not None:
             self._new_loadings(group, p, d, data.X.chunks[1][0])
         ck = _resume.pass_checkpoint(self._session, total, total, kind="emit", B=_resume.digest(proj.B, proj.Dm if median else None))
@@ -189,7 +189,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         shift, A, XA, AtA = emitted
         shift = np.asarray(shift, dtype=np.float64)
         group = self._settle(group)
-        components = A if A is not None else da.from_zarr(f"{group}/{LOADINGS}")  # (p, d)
+        components = A if A is not None else work_array(group, LOADINGS)  # (p, d)
         if embedding is None:  # randomized: X_c A from the emit pass
             embedding = XA - shift
             components, embedding, shift = self._maybe_orthogonalize(components, embedding, shift, AtA)
@@ -285,7 +285,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
                 shutil.rmtree(basis_dir, ignore_errors=True)
         group = self._settle(group)
         parts = ([sums["XU"] @ E] if E.shape[1] else []) + ([XZ @ Ws] if Ws.shape[1] else [])
-        components, embedding, shift = self._maybe_orthogonalize(da.from_zarr(f"{group}/{LOADINGS}"), np.hstack(parts), shift, AtA)
+        components, embedding, shift = self._maybe_orthogonalize(work_array(group, LOADINGS), np.hstack(parts), shift, AtA)
         return components, embedding, shift, vals, kinds
 
     def _first_moment(self) -> str | None:

@@ -14,7 +14,6 @@ import hashlib
 import os
 import shutil
 import tempfile
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -85,18 +84,16 @@ def model_group(session: Session, arrays: dict[str, tuple[tuple[int, ...], tuple
 
 def settle_group(owner: Any, group: str, workdir: Any) -> str:
     """Move a finished model group out of the work directory (removed on success) into a fresh folder of ``workdir``."""
-    from wideml.estimators._workdir import resolve_workdir
-
-    from wideml.estimators import _workdir
+    from wideml.estimators._workdir import WORK_FOLDER_PREFIX, own_folder, resolve_workdir
     from wideml.runtime import ownership
 
     parent = resolve_workdir(workdir)
     os.makedirs(parent, exist_ok=True)
-    folder = tempfile.mkdtemp(prefix=getattr(_workdir, "WORK_FOLDER_PREFIX", "wideml-fit-"), dir=parent)
+    folder = tempfile.mkdtemp(prefix=WORK_FOLDER_PREFIX, dir=parent)
     ownership.register_scratch(folder)
     ownership.claim(folder)
-    weakref.finalize(owner, getattr(_workdir, "_remove", lambda f: shutil.rmtree(f, True)), folder)
     dest = os.path.join(folder, "fitted.zarr")
+    own_folder(owner, folder, dest)
     shutil.move(group, dest)
     return dest
 

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 import weakref
 
+import dask.array as da
 import numpy as np
 
 from wideml.exceptions import ConfigError
@@ -19,6 +20,63 @@ WORK_FOLDER_PREFIX = "wideml-fit-"
 def work_bytes(arrays: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]) -> int:
     """Bytes of the float64 arrays ``name -> (shape, chunks)`` of a work folder."""
     return int(sum(8 * int(np.prod(shape, dtype=np.int64)) for shape, _ in arrays.values()))
+
+
+class WorkFolder:
+    """Owns a work folder: it is removed when the last object holding this handle is collected.
+
+    The estimator that made the folder holds the handle, and so does every dask
+    array read from it (:func:`work_array`), so ``LOL(3).fit(store).components_``
+    keeps its folder after the estimator itself is gone (reading a removed
+    folder through zarr would give fill values, not an error). A pickled
+    handle (a graph sent to workers) is a plain path that owns nothing.
+    """
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        weakref.finalize(self, _remove, folder)
+
+    def __reduce__(self):
+        return (str, (self.folder,))
+
+    def __dask_tokenize__(self):
+        return ("wideml-work-folder", self.folder)
+
+
+#: group path -> handle of the folder holding it (while anything holds the handle).
+_HANDLES: "weakref.WeakValueDictionary[str, WorkFolder]" = weakref.WeakValueDictionary()
+#: estimator -> handles of the folders it made.
+_OWNED: "weakref.WeakKeyDictionary[object, list]" = weakref.WeakKeyDictionary()
+
+
+def own_folder(owner, folder: str, group_path: str) -> None:
+    """Tie ``folder`` (holding the model group ``group_path``) to ``owner`` and to the arrays read from it."""
+    handle = WorkFolder(folder)
+    _HANDLES[group_path] = handle
+    try:
+        _OWNED.setdefault(owner, []).append(handle)
+    except TypeError:  # an owner that cannot be weakly referenced: the handle lives as long as the process
+        _OWNED_FOREVER.append(handle)
+
+
+_OWNED_FOREVER: list = []
+
+
+def work_array(group_path: str, name: str) -> da.Array:
+    """The array ``name`` of a model group as a dask array that keeps the group's work folder alive."""
+    return keep_folder_alive(da.from_zarr(f"{group_path}/{name}"), group_path)
+
+
+def keep_folder_alive(arr: da.Array, group_path: str) -> da.Array:
+    """``arr`` (read from the model group ``group_path``) holding the group's work-folder handle in its graph."""
+    handle = _HANDLES.get(group_path)
+    if handle is None:  # a saved model's group: nothing to keep alive
+        return arr
+    from dask.highlevelgraph import HighLevelGraph
+
+    key = f"wideml-work-folder-{arr.name}"
+    graph = HighLevelGraph.merge(arr.dask, HighLevelGraph.from_collections(key, {key: handle}))
+    return da.Array(graph, arr.name, arr.chunks, meta=arr._meta)
 
 
 def _remove(folder: str) -> None:
@@ -120,8 +178,8 @@ def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict[str, 
     except BaseException:
         _remove(folder)
         raise
-    weakref.finalize(owner, _remove, folder)
     path = os.path.join(folder, "fitted.zarr")
+    own_folder(owner, folder, path)
     group = zarr.create_group(store=path, zarr_format=3)
     for name, (shape, chunks) in arrays.items():
         group.create_array(name, shape=shape, chunks=chunks, dtype=np.float64, compressors=None, fill_value=0.0)

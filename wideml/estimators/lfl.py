@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from wideml.algebra.randomized import centroid_differences
 from wideml.estimators._input import fit_input, predict_input
 from wideml.estimators._params import BOOLEAN, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options, PathLike
-from wideml.estimators._workdir import new_model_group
+from wideml.estimators._workdir import new_model_group, work_array
 from wideml.passes.chunkmath import check_precision, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import lfl_density
@@ -124,7 +124,7 @@ class LFL(CheckedParams, TransformerMixin, BaseEstimator):
         self.offset_ = np.concatenate([st["mC"] @ Dm, st["mR"]])
         self.embedding_ = XA - self.offset_
         if group is not None:
-            self.centroids_ = da.from_zarr(f"{group}/{CLASS_MEDIANS if self.robust_first else CLASS_MEANS}")
+            self.centroids_ = work_array(group, CLASS_MEDIANS if self.robust_first else CLASS_MEANS)
         else:
             self.centroids_ = st["centroids"]
         self._Dm = Dm
