@@ -45,20 +45,17 @@ PART_REASONS = {
 
 def checkpoint_interval() -> float | None:
     """Seconds between two checkpoints of a lane (config ``wideml.checkpoint-interval``); None when off (0, off, false)."""
-    import dask
+    from wideml.exceptions import ConfigError
+    from wideml.runtime.config import config_value
 
-    value = dask.config.get("wideml.checkpoint-interval", 60)
+    value = config_value("checkpoint-interval")
     if value is None or value is False or str(value).strip().lower() in ("off", "false", "no", "none", "0", "0.0"):
         return None
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        from wideml.exceptions import ConfigError
-
         raise ConfigError(f"checkpoint-interval {value!r} is not a number of seconds; write e.g. 60, or 0 to turn checkpoints off.") from None
     if seconds < 0:
-        from wideml.exceptions import ConfigError
-
         raise ConfigError(f"checkpoint-interval {value!r} is negative; write a number of seconds, or 0 to turn checkpoints off.")
     return seconds or None
 
