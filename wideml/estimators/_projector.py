@@ -179,7 +179,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
             else:
                 medians = work_array(group, CLASS_MEDIANS)
         if group is not None:
-            self._new_loadings(group, p, d, data.X.chunks[1][0])
+            _resume.ensure_array(group, LOADINGS, (p, d), (data.X.chunks[1][0], d))
         ck = _resume.pass_checkpoint(self._session, total, total, kind="emit", B=_resume.digest(proj.B, proj.Dm if median else None))
         emitted = _resume.run_pass(
             ck, lambda ck: emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
@@ -200,17 +200,6 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         if self._session is not None and group is not None:
             group = self._settled_group = _resume.settle_group(self, group, getattr(self, "workdir", None))
         return group
-
-    @staticmethod
-    def _new_loadings(group: str, p: int, d: int, width: int) -> None:
-        import zarr
-
-        existing = zarr.open_group(group, mode="r+")
-        if LOADINGS in existing and tuple(existing[LOADINGS].shape) == (p, d):  # a resumed fit keeps the chunks already written
-            return
-        existing.create_array(
-            LOADINGS, shape=(p, d), chunks=(width, d), dtype=np.float64, compressors=None, fill_value=0.0
-        )
 
     def _maybe_orthogonalize(self, components, embedding, shift, AtA):
         if getattr(self, "orthogonalize", False):
@@ -276,7 +265,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
             with threadpool_limits(1, user_api="blas"):  # l x l algebra: threads only contend
                 E, Ws, kinds, vals = randomized_coefficients(data.codes, data.n_classes, d, T, first_moment=self._first_moment(),
                                                              centroid_gram=centroid_gram)
-            self._new_loadings(group, data.n_features, d, data.X.chunks[1][0])
+            _resume.ensure_array(group, LOADINGS, (data.n_features, d), (data.X.chunks[1][0], d))
             ((shift, AtA),) = compute(assemble_loadings(group, data.X.chunks[1], CLASS_MEDIANS if median else CLASS_MEANS, basis_dir, E, Ws),
                                       label=f"{type(self).__name__} fit: loadings from the model group (no pass over X)")
             done = True

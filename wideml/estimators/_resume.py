@@ -131,3 +131,16 @@ def gram_from_state(state: tuple) -> Any:
 
 
 __all__ = ["begin", "gram_from_state", "gram_state", "model_group", "pass_checkpoint", "run_pass", "settle_group", "store_fingerprint"]
+
+
+def ensure_array(group: str, name: str, shape: tuple[int, ...], chunks: tuple[int, ...]) -> None:
+    """Create the float64 array ``name`` in a model group, unless a resumed fit already holds it with this shape.
+
+    A resumed fit keeps the chunks its interrupted run already wrote.
+    """
+    import zarr
+
+    existing = zarr.open_group(group, mode="r+")
+    if name in existing and tuple(existing[name].shape) == tuple(shape):
+        return
+    existing.create_array(name, shape=shape, chunks=chunks, dtype=np.float64, compressors=None, fill_value=0.0)
