@@ -156,9 +156,10 @@ def test_checkpoints_off_leave_no_work_directory(f64_store, tmp_path):
     assert not Path(f"{out}.wideml-work").exists()
 
 
+@pytest.mark.parametrize("width", [WIDTH, 300], ids=["even-chunks", "uneven-chunks"])
 @pytest.mark.parametrize("solver", ["gram", "randomized"])
-def test_api_fit_interrupted_resumes_in_process(solver, f64_store, tmp_path, monkeypatch):
-    """API: KeyboardInterrupt from the 31st chunk read, then a resumed fit (READ_COUNTER) equal to an uninterrupted one."""
+def test_api_fit_interrupted_resumes_in_process(solver, width, f64_store, tmp_path, monkeypatch):
+    """API: KeyboardInterrupt after 60% of the chunk reads, then a resumed fit (READ_COUNTER) equal to an uninterrupted one."""
     import dask
 
     import wideml
@@ -167,9 +168,11 @@ def test_api_fit_interrupted_resumes_in_process(solver, f64_store, tmp_path, mon
     from wideml.storage.reader import READ_COUNTER
 
     train, _, X, y = f64_store
+    if width != WIDTH:  # a second chunking, whose last chunk is shorter
+        train = wideml.write_store(tmp_path / "train.zarr", X, y, feature_chunk=width)
     store = wideml.open_store(train)
     plain = wideml.LOL(n_components=3, solver=solver, random_state=0).fit(store, store.y)
-    total = PASSES[solver] * CHUNKS
+    total = PASSES[solver] * -(-P // width)
     count = [0]
 
     def interrupt():
