@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,8 @@ from adversarial.harness import (  # noqa: F401  (re-exported for older imports)
     error_lines,
     free_port,
     run_cli,
+    stop_processes,
+    wait_for_cluster,
 )
 
 
@@ -97,24 +98,7 @@ def dask_cluster(tmp_path_factory):
              "--no-dashboard", "--local-directory", str(base / f"w{i}"), "--name", f"w{i}"],
             cwd=worker_cwd, env=env, stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT))
     try:
-        from distributed import Client
-
-        deadline = time.time() + 90
-        while True:
-            try:
-                with Client(address, timeout="5s") as client:
-                    client.wait_for_workers(2, timeout=60)
-                break
-            except Exception:
-                if time.time() > deadline:
-                    raise RuntimeError("the test cluster did not start: " + (logs / "scheduler.log").read_text()[-2000:])
-                time.sleep(1)
+        wait_for_cluster(address, 2, logs / "scheduler.log")
         yield {"address": address, "worker_cwd": worker_cwd, "logs": logs}
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(procs, timeout=20)

@@ -82,3 +82,31 @@ def free_port() -> int:
 
 
 _free_port = free_port
+
+
+def wait_for_cluster(address: str, n_workers: int, log: Path, what: str = "the test cluster", timeout: float = 90) -> None:
+    """Wait until the scheduler at ``address`` has ``n_workers`` workers; on timeout, raise with the tail of ``log``."""
+    from distributed import Client
+
+    deadline = time.time() + timeout
+    while True:
+        try:
+            with Client(address, timeout="5s") as client:
+                client.wait_for_workers(n_workers, timeout=60)
+            return
+        except Exception:
+            if time.time() > deadline:
+                raise RuntimeError(f"{what} did not start: " + Path(log).read_text()[-2000:]) from None
+            time.sleep(1)
+
+
+def stop_processes(procs: list, timeout: float = 5) -> None:
+    """Terminate subprocesses (last started first), killing those that do not stop within ``timeout`` seconds."""
+    for proc in reversed(procs):
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

@@ -22,7 +22,7 @@ import pytest
 
 from wideml.exceptions import WidemlError
 from wideml.runtime import use_scheduler
-from adversarial.harness import free_port, assert_api_refused, assert_no_debris, assert_refused, run_cli
+from adversarial.harness import assert_api_refused, assert_no_debris, assert_refused, free_port, run_cli, stop_processes, wait_for_cluster
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -330,28 +330,10 @@ def split_cluster(tmp_path_factory, adv_stores):
              subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", blind_script], cwd=cwd, env=env,
                               stdout=open(logs / "blind.log", "w"), stderr=subprocess.STDOUT)]
     try:
-        from distributed import Client
-
-        deadline = time.time() + 90
-        while True:
-            try:
-                with Client(address, timeout="5s") as client:
-                    client.wait_for_workers(2, timeout=60)
-                break
-            except Exception:
-                if time.time() > deadline:
-                    raise RuntimeError("the split cluster did not start: " + (logs / "blind.log").read_text()[-2000:])
-                time.sleep(1)
+        wait_for_cluster(address, 2, logs / "blind.log", "the split cluster")
         yield {"address": address, "hidden": hidden, "twin": twin, "readonly": readonly}
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        stop_processes(procs)
 
 
 def test_cli_store_a_worker_cannot_see_is_refused(tmp_path, split_cluster):
