@@ -20,6 +20,8 @@ from wideml.estimators import (  # noqa: E402
 )
 from wideml.estimators.persistence import load_model, save_model  # noqa: E402
 from wideml.storage.layout import ignore_feature_layout  # noqa: E402
+from wideml.maps import write_maps  # noqa: E402
+from wideml.estimators.image_input import images_to_array  # noqa: E402
 
 __all__ = [
     "EncoderClassifier",
@@ -35,11 +37,13 @@ __all__ = [
     "__version__",
     "create_store",
     "ignore_feature_layout",
+    "images_to_array",
     "cross_validate_dims",
     "ingest",
     "load_model",
     "open_store",
     "rechunk",
     "save_model",
+    "write_maps",
     "write_store",
 ]

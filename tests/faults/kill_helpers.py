@@ -21,13 +21,17 @@ def start_cli(*args, log: Path, progress: bool = True, env: dict | None = None) 
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=full_env)
 
 
-def wait_until(predicate, proc: subprocess.Popen, timeout: float = 60.0, what: str = "the first pass") -> None:
-    """Poll ``predicate()`` every 20 ms; fail if the process ends first or ``timeout`` passes."""
+def wait_until(predicate, proc: subprocess.Popen, timeout: float = 60.0, what: str = "the first pass",
+               may_finish: bool = False) -> bool:
+    """Poll ``predicate()`` every 20 ms; fail if the process ends first (unless ``may_finish``: then return False)
+    or ``timeout`` passes. Returns True once the predicate holds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
-            return
+            return True
         if proc.poll() is not None:
+            if may_finish and proc.returncode == 0:
+                return False
             raise AssertionError(f"wideml ended (status {proc.returncode}) before {what} started")
         time.sleep(0.02)
     proc.kill()
@@ -82,3 +86,40 @@ def leftovers(*folders: Path) -> list[Path]:
 
 def expected_status(sig: int) -> int:
     return {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}[sig]
+
+
+_PERCENT = re.compile(r"(\d+)% Completed")
+
+
+def progress_at_least(log: Path, percent: int, label: str = ""):
+    """A predicate: the progress bar (of the pass whose label contains ``label``) shows at least ``percent``%."""
+    def check() -> bool:
+        text = log.read_text(errors="replace")
+        if label:
+            at = text.rfind(label)
+            if at < 0:
+                return False
+            text = text[at:]
+        found = _PERCENT.findall(text)
+        return bool(found) and int(found[-1]) >= percent
+    return check
+
+
+def label_seen(log: Path, label: str):
+    """A predicate: a pass labelled ``label`` has started."""
+    return lambda: label in log.read_text(errors="replace")
+
+
+def chunk_files(folder: Path, name: str) -> int:
+    """How many chunk files of X the hidden ``.NAME.partial-*`` folders beside ``folder/NAME`` hold."""
+    count = 0
+    for aside in folder.glob(f".{name}.partial-*"):
+        chunks = aside / name / "X" / "c"
+        if chunks.is_dir():
+            count += sum(1 for p in chunks.rglob("*") if p.is_file())
+    return count
+
+
+def partial_appears(folder: Path, name: str):
+    """A predicate: the output's hidden ``.NAME.partial-*`` folder exists (its final write has begun)."""
+    return lambda: any(folder.glob(f".{name}.partial-*"))

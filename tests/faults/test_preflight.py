@@ -31,14 +31,17 @@ def _unshare_ok() -> bool:
 needs_mounts = pytest.mark.skipif(not _unshare_ok(), reason="needs `unshare -m` and tmpfs mounts (root)")
 
 
-def run_in_mount(folder, options: str, *args) -> subprocess.CompletedProcess:
+def run_in_mount(folder, options: str, *args, fill: bool = False) -> subprocess.CompletedProcess:
     """``wideml ARGS --no-progress`` with a fresh tmpfs (mount ``options``) on ``folder``, in a private mount namespace.
 
-    After the command, the namespace lists what is left in the mount on stdout's last line (JSON).
+    ``fill``: first fill the tmpfs to the last byte with a file ``fill``. After the command, the namespace
+    lists what is left in the mount on stdout's last line.
     """
     cli = " ".join(shlex.quote(str(a)) for a in [sys.executable, "-m", "wideml.cli.main", *args, "--no-progress"])
-    script = (f"mount -t tmpfs -o {options} tmpfs {shlex.quote(str(folder))} || exit 99; "
-              f"{cli}; status=$?; echo; ls -A {shlex.quote(str(folder))} | tr '\\n' ' '; exit $status")
+    where = shlex.quote(str(folder))
+    filler = f"cat /dev/zero > {where}/fill 2>/dev/null; " if fill else ""
+    script = (f"mount -t tmpfs -o {options} tmpfs {where} || exit 99; {filler}"
+              f"{cli}; status=$?; echo; ls -A {where} | tr '\\n' ' '; exit $status")
     proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"})
     assert proc.returncode != 99, proc.stderr
@@ -164,3 +167,75 @@ def test_short_write_and_enospc_count_as_a_full_disk():
     except RuntimeError as outer:
         assert is_disk_full(outer)
     assert not is_disk_full(OSError(errno.EACCES, "Permission denied"))
+
+
+@pytest.fixture(scope="module")
+def sample_chunked(tmp_path_factory, wide_store):
+    """(store chunked 5 rows x 5000 features, a .npy of 50 x 40000 float32): sources whose copies are 8 MB."""
+    folder = tmp_path_factory.mktemp("sources")
+    rows = folder / "rows.zarr"
+    proc = run_cli("rechunk", wide_store, rows, "--sample-chunk", 5, "--feature-chunk", 5000)
+    assert proc.returncode == 0, proc.stderr
+    import numpy as np
+
+    from wideml.storage import open_store
+
+    np.save(folder / "x.npy", np.asarray(open_store(wide_store).X))
+    return rows, folder / "x.npy"
+
+
+@needs_mounts
+def test_rechunk_needing_an_intermediate_copy_is_refused_when_both_do_not_fit(tmp_path, sample_chunked):
+    """8 MB of output + 8 MB of intermediate copy on a 12 MB disk: each alone fits, together they do not."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    proc = run_in_mount(disk, "size=12m", "rechunk", sample_chunked[0], disk / "r.zarr", "--memory-limit", "4MiB")
+    assert_refused(proc, "not enough free space", str(disk), "intermediate", "r.zarr")
+    assert "[wideml]" not in proc.stderr and _left_in_mount(proc) == []
+    proc = run_in_mount(disk, "size=12m", "rechunk", sample_chunked[0], disk / "r.zarr")  # one stage: it fits
+    assert proc.returncode == 0, proc.stderr
+    assert _left_in_mount(proc) == ["r.zarr"]
+
+
+@needs_mounts
+def test_ingest_bigger_than_the_disk_is_refused_before_reading(tmp_path, sample_chunked):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    proc = run_in_mount(disk, "size=4m", "ingest", sample_chunked[1], "-o", disk / "i.zarr", "--unlabelled")
+    assert_refused(proc, "not enough free space", str(disk), "i.zarr", "needed")
+    assert "[wideml]" not in proc.stderr and _left_in_mount(proc) == []
+
+
+@needs_mounts
+@pytest.mark.parametrize("command", ["predict", "cv"])
+def test_predict_and_cv_outputs_on_a_full_disk_are_refused_before_the_pass(tmp_path, adv_stores, command):
+    from wideml import LOL, EmbeddingClassifier, open_store, save_model
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    train, test = adv_stores
+    if command == "predict":
+        model = tmp_path / "m"
+        save_model(EmbeddingClassifier(LOL(2)).fit(open_store(train)), model)
+        args = ("predict", model, test, "-o", disk / "p.csv")
+    else:
+        args = ("cv", train, "--folds", 3, "--max-dim", 2, "-o", disk / "cv.json", "--workdir", tmp_path)
+    proc = run_in_mount(disk, "size=64k", *args, fill=True)
+    assert_refused(proc, "not enough free space", str(disk), "p.csv" if command == "predict" else "cv.json")
+    assert "[wideml]" not in proc.stderr and _left_in_mount(proc) == ["fill"]
+
+
+def test_scheduler_line_is_printed_when_chosen_and_is_never_an_error_line(tmp_path, adv_stores):
+    """``--scheduler`` given: one ``wideml: scheduler`` line on stderr even with --no-progress; a default
+    threaded run stays quiet; a refused run still has exactly one error sentence."""
+    from adversarial.harness import error_lines
+
+    train, _ = adv_stores
+    chosen = run_cli("fit", "lol", train, "-o", tmp_path / "a", "--scheduler", "sync", "--no-progress")
+    assert chosen.returncode == 0, chosen.stderr
+    assert [ln for ln in chosen.stderr.splitlines() if ln.startswith("wideml: scheduler")] == ["wideml: scheduler sync (1 thread)"]
+    default = run_cli("fit", "lol", train, "-o", tmp_path / "b", "--no-progress")
+    assert default.returncode == 0 and "wideml: scheduler" not in default.stderr, default.stderr
+    refused = run_cli("fit", "lol", train, "-o", tmp_path / "a", "--scheduler", "threads", "--no-progress")  # exists
+    assert_refused(refused, "already exists")
+    assert "wideml: scheduler threads" in refused.stderr and len(error_lines(refused.stderr)) == 1

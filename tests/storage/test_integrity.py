@@ -63,7 +63,7 @@ def test_written_stores_are_marked_complete_and_the_mark_comes_last(tmp_path):
     with writer:
         writer.write(X, 0)
     attrs = json.loads((tmp_path / "s.zarr" / "zarr.json").read_text())["attributes"]["wideml"]
-    assert attrs["complete"] is True and attrs["version"] == 2
+    assert attrs["complete"] is True and attrs["version"] == 3
     np.testing.assert_array_equal(wideml.open_store(tmp_path / "s.zarr").X.compute(), X)
 
 

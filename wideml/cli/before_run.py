@@ -1,16 +1,22 @@
 """What every command does before its first pass: sweep leftovers of dead runs, check folders and free space.
 
-- **Sweep**: the hidden ``.NAME.partial-*`` / ``.NAME.old-*`` folders beside a
-  command's outputs, and the ``wideml-fit-*`` work folders of ``fit``/``cv``,
-  whose owner process is gone (killed outright), are removed, and one line on
-  stderr says what was removed. Folders whose owner is alive, on another host
-  or unrecorded are kept.
+- **Sweep**: the hidden ``.NAME.partial-*`` / ``.NAME.old-*`` folders and the
+  ``NAME.wideml-work`` checkpoint folders beside a command's outputs, and the
+  ``wideml-fit-*`` folders in the work folder (``--workdir``, config
+  ``workdir``, else the system temporary directory), that are abandoned
+  (:func:`wideml.runtime.ownership.abandoned`: owner process gone, or no owner
+  and untouched for a while) are removed, and one line on stderr says what was
+  removed. Folders whose owner is alive, on another host or in another
+  container are kept. ``fit`` keeps its own ``<output>.wideml-work`` (it
+  resumes from it). ``wideml clean`` sweeps named folders on request.
 - **Pre-flight**: every output folder must accept a new file; ``fit`` and
   ``cv`` need a usable work folder; ``fit`` needs free space for the model's
   and the work folder's p-sized arrays (estimated from the store's metadata,
-  :func:`wideml.runtime.preflight.model_bytes`). Stores written by ``simulate``,
-  ``ingest`` and ``rechunk`` are checked when the store is created, before any
-  chunk is written. Each failure is one sentence (exit status 2).
+  :func:`wideml.runtime.preflight.model_bytes`); ``ingest`` and ``rechunk``
+  need room for the new store and any intermediate copy, ``predict`` and
+  ``cv`` for their tables (:mod:`wideml.cli.space_needs`). Stores written by
+  ``simulate`` are checked when the store is created, before any chunk is
+  written. Each failure is one sentence (exit status 2).
 """
 
 from __future__ import annotations
@@ -26,6 +32,27 @@ OUTPUT_ARGS = ("output", "out", "plot")
 WORKDIR_COMMANDS = ("fit", "cv")
 
 
+def leftover_patterns() -> tuple[str, ...]:
+    """Names of the folders a wideml run leaves beside its outputs if it dies: partial/old outputs and checkpoint folders."""
+    from wideml.storage.atomic import LEFTOVER_PATTERNS
+
+    return (*LEFTOVER_PATTERNS, "*" + CHECKPOINT_SUFFIX)
+
+
+#: Suffix of a fit's checkpoint folder beside its output (``<output>.wideml-work``).
+CHECKPOINT_SUFFIX = ".wideml-work"
+
+
+def _own_checkpoints(args: argparse.Namespace) -> list[str]:
+    """The checkpoint folder ``fit`` resumes from (never swept by its own start)."""
+    output = getattr(args, "output", None)
+    if getattr(args, "command", None) != "fit" or not isinstance(output, str):
+        return []
+    from pathlib import Path
+
+    return [output + CHECKPOINT_SUFFIX, str(Path(output).resolve()) + CHECKPOINT_SUFFIX]
+
+
 def _outputs(args: argparse.Namespace) -> list[str]:
     values = (getattr(args, dest, None) for dest in OUTPUT_ARGS)
     return [v for v in values if isinstance(v, str) and os.path.isabs(v)]
@@ -39,16 +66,15 @@ def sweep_leftovers(args: argparse.Namespace) -> list[str]:
     list of str
         The paths removed.
     """
+    from wideml.estimators._workdir import sweep_work_folders
     from wideml.runtime.ownership import sweep
-    from wideml.storage.atomic import LEFTOVER_PATTERNS
 
+    if getattr(args, "command", None) == "clean":
+        return []  # `wideml clean` sweeps, and reports, by itself
     removed = []
     for parent in dict.fromkeys(os.path.dirname(out) for out in _outputs(args)):
-        removed += sweep(parent, LEFTOVER_PATTERNS)
-    if getattr(args, "command", None) in WORKDIR_COMMANDS:
-        from wideml.estimators._workdir import sweep_work_folders
-
-        removed += sweep_work_folders(None)
+        removed += sweep(parent, leftover_patterns(), keep=_own_checkpoints(args))
+    removed += sweep_work_folders(None)
     removed = [str(p) for p in removed]
     if removed:
         print(f"wideml: removed {len(removed)} leftover{'' if len(removed) == 1 else 's'} of interrupted wideml runs "
@@ -97,9 +123,14 @@ def preflight(args: argparse.Namespace) -> None:
         if os.path.isdir(parent):
             require_writable(parent, "the output folder")
     command = getattr(args, "command", None)
+    from wideml.cli.space_needs import space_needs
+
+    needs = space_needs(args)  # ingest, rechunk: the store and its intermediate copy; predict, cv: their tables
     if command not in WORKDIR_COMMANDS:
+        require_free_space(needs)
         return
     workdir = _workdir_folder()
+    require_free_space(needs)
     if command == "fit" and isinstance(getattr(args, "output", None), str) and getattr(args, "store", None):
         require_free_space(_fit_needs(args, workdir))
 

@@ -15,13 +15,25 @@ def register(sub, common) -> None:
         description="Write data to a new feature store with full-height feature chunks, in bounded memory.",
     )
     p.add_argument("source", help="a .npy file, file.h5 or file.h5:/dataset, a .csv/.tsv file, a zarr array, "
-                                  "or a folder with one .npy or .nii/.nii.gz file per sample")
+                                  "or a folder of .npy files (one per sample) or of NIfTI .nii/.nii.gz images "
+                                  "(3-D volumes, or 4-D series: one sample per volume)")
     p.add_argument("-o", "--output", dest="output", required=True, metavar="OUT", help="new store (.h5/.hdf5 for HDF5, else zarr v3)")
     lab = p.add_mutually_exclusive_group()
-    lab.add_argument("--labels", metavar="FILE", help="labels: a CSV/TSV (label, or id/file name and label), .npy, or file.h5:/y")
-    lab.add_argument("--label-column", metavar="NAME|INDEX", help="CSV source: the column holding the labels")
+    lab.add_argument("--labels", metavar="FILE", help="labels: a CSV/TSV (label, or id/file name and label), .npy, or file.h5:/y; "
+                                                      "for a folder also a table such as BIDS participants.tsv (with --label-column)")
     lab.add_argument("--unlabelled", "--unlabeled", action="store_true", help="store no labels (a store for prediction only)")
-    p.add_argument("--id-column", metavar="NAME|INDEX", help="CSV source: the column holding sample ids")
+    p.add_argument("--label-column", metavar="NAME|INDEX",
+                   help="CSV source: the column holding the labels; folder: the label column of the --labels table, "
+                        "matched to files by subject id (sub-XX in the file name)")
+    p.add_argument("--id-column", metavar="NAME|INDEX",
+                   help="CSV source: the column holding sample ids; folder: the subject id column of the --labels table "
+                        "(default participant_id when present, else the first column)")
+    p.add_argument("--drop-unlabelled", "--drop-unlabeled", action="store_true",
+                   help="folder with a labels table: leave out files whose subject has no row or a missing label (n/a) "
+                        "instead of refusing them")
+    p.add_argument("--mask", metavar="FILE|auto",
+                   help="folder of NIfTI volumes: store only the voxels non-zero in this NIfTI mask (same grid and affine), "
+                        "or 'auto': the voxels non-zero in every sample (one extra pass)")
     head = p.add_mutually_exclusive_group()
     head.add_argument("--header", dest="header", action="store_const", const=True, default="auto",
                       help="CSV source: the first line names the columns (default: detected)")
@@ -81,11 +93,14 @@ def run_ingest(args: argparse.Namespace) -> int:
         raise WidemlError(
             "no labels given; pass --labels FILE (or --label-column for a CSV source), or --unlabelled for a prediction-only store."
         )
+    if args.unlabelled and args.label_column is not None:
+        raise WidemlError("--unlabelled and --label-column contradict each other; give one of them.")
     out = ingest(
         args.source, args.output, labels=args.labels, label_column=args.label_column, id_column=args.id_column,
         dataset=args.dataset, header=args.header, delimiter=args.delimiter, feature_chunk=args.feature_chunk,
         dtype=args.dtype, compressor=args.compressor, checksum=args.checksum, allow_lossy_cast=args.allow_lossy_cast,
-        missing_chunks_are_fill=args.missing_chunks_are_fill, overwrite=args.overwrite,
+        missing_chunks_are_fill=args.missing_chunks_are_fill, mask=args.mask, drop_unlabelled=args.drop_unlabelled,
+        overwrite=args.overwrite,
     )
     _report(out)
     return 0

@@ -18,7 +18,7 @@ from wideml import __version__
 from wideml.exceptions import PerformanceWarning, WidemlError
 
 #: Modules under wideml.cli that each add subcommands through ``register(subparsers, common)``.
-COMMAND_MODULES = ("store_commands", "ingest_commands", "simulate", "model_commands")
+COMMAND_MODULES = ("store_commands", "ingest_commands", "simulate", "model_commands", "clean_command", "maps_command")
 
 #: argparse destinations holding file-system paths: made absolute once, right after parsing, so no
 #: handler (and no dask graph) ever sees a relative path. A subcommand may add its own with
@@ -126,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
     cancel_client_futures_on_failure(True)  # the command owns its client: a failed run's queued tasks need not run
     try:
         with use_scheduler(getattr(args, "scheduler", None)):
-            announce_scheduler()  # "wideml: scheduler threads (3 threads)" on stderr, with the progress bars
+            announce_scheduler(explicit=bool(getattr(args, "scheduler", None)))  # "wideml: scheduler threads (3 threads)" on stderr
             try:
                 _check_worker_outputs(args)
                 return int(args.handler(args) or 0)
@@ -189,12 +189,11 @@ def main(argv: list[str] | None = None) -> int:
 
     SIGINT and SIGTERM stop the run, remove its partial outputs and work
     folders (after the running tasks stopped) and exit with 130 / 143 and one
-    line on stderr.
+    line on stderr. Run as the console script (``argv`` None), a signal that
+    arrives once the run is over (its outputs in place) is ignored, so the
+    process still exits with the run's status.
     """
-    import signal
-
-    from wideml.runtime.preflight import is_disk_full
-    from wideml.runtime.signals import Interrupted, interrupts_raise
+    from wideml.runtime.signals import interrupts_raise
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -203,26 +202,37 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     warnings.simplefilter("always", PerformanceWarning)
     warnings.formatwarning = lambda msg, cat, *a, **k: f"wideml: warning: {msg}\n"
-    with interrupts_raise():
-        try:
-            return _run(args)
-        except Interrupted as exc:
-            return _interrupted(exc.signum)
-        except KeyboardInterrupt:
-            return _interrupted(signal.SIGINT)
-        except WidemlError as exc:
-            _clean_up()
-            print(f"wideml: error: {exc}", file=sys.stderr)
-            return 2
-        except OSError as exc:
-            if not is_disk_full(exc):
-                raise
-            from wideml.cli.before_run import disk_full_folder
-            from wideml.runtime.preflight import disk_full_error
+    # the console script (argv None) exits right after the run: a signal that comes later is ignored
+    with interrupts_raise(then_ignore=argv is None):
+        return _guarded_run(args)
 
-            _clean_up()
-            print(f"wideml: error: {disk_full_error(disk_full_folder(exc, args))}", file=sys.stderr)
-            return 2
+
+def _guarded_run(args: argparse.Namespace) -> int:
+    """:func:`_run`, with interrupts, refusals and a full disk turned into their one line and exit status."""
+    import signal
+
+    from wideml.runtime.preflight import is_disk_full
+    from wideml.runtime.signals import Interrupted
+
+    try:
+        return _run(args)
+    except Interrupted as exc:
+        return _interrupted(exc.signum)
+    except KeyboardInterrupt:
+        return _interrupted(signal.SIGINT)
+    except WidemlError as exc:
+        _clean_up()
+        print(f"wideml: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        from wideml.cli.before_run import disk_full_folder
+        from wideml.runtime.preflight import disk_full_error
+
+        _clean_up()
+        print(f"wideml: error: {disk_full_error(disk_full_folder(exc, args))}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

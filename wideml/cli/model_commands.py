@@ -84,6 +84,8 @@ def register(sub, common) -> None:
     p.add_argument("-o", "--output", help="JSON report path")
     p.add_argument("--plot", help="PNG of error against dimension")
     p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--no-resume", action="store_true",
+                   help="start over even if the work folder (wideml-cv-*) holds checkpoints of an interrupted run of the same cv")
     p.add_argument("--workdir", metavar="DIR", help="parent folder of this run's work folders (wideml-fit-*; default from config workdir, else the system temporary directory)")
     p.set_defaults(handler=run_cv)
 
@@ -155,6 +157,8 @@ def _report_reads() -> None:
         from wideml.storage.reader import READ_COUNTER
 
         print(f"wideml-test: chunk reads {sum(READ_COUNTER.values())}", file=sys.stderr)
+        for path, count in READ_COUNTER.items():  # per array: reads of X apart from those of a model's own arrays
+            print(f"wideml-test: reads of {path}: {count}", file=sys.stderr)
 
 
 def run_transform(args: argparse.Namespace) -> int:
@@ -244,14 +248,18 @@ def run_cv(args: argparse.Namespace) -> int:
     estimators = {name: _cv_projector(m, args, store) for name, m in methods.items() if m.gram_based}
     for name in other:  # parameters of every method checked before any pass
         _build(name, args, store.n_samples)._validate_parameters()
-    if estimators:
-        report = cross_validate_dims(estimators, store, cv=args.folds, classifier=args.classifier, random_state=args.seed)
-        print(report.table())
-        out = report.to_dict()
-    else:
-        report, out = None, {"results": {}}
-    if other:
-        out["fixed_dimension_methods"] = _cv_other(other, store, args)
+    from wideml.runtime.checkpoint import resumable
+
+    with resumable(_cv_work_folder(args), resume=not args.no_resume):
+        if estimators:
+            report = cross_validate_dims(estimators, store, cv=args.folds, classifier=args.classifier, random_state=args.seed)
+            print(report.table())
+            out = report.to_dict()
+        else:
+            report, out = None, {"results": {}}
+        if other:
+            out["fixed_dimension_methods"] = _cv_other(other, store, args)
+    _report_reads()
     if args.output:
         out = out | {"store": str(Path(args.store).resolve())}
         _write_atomic(args.output, lambda fh: fh.write(json.dumps(out, indent=2).encode()))
@@ -259,9 +267,24 @@ def run_cv(args: argparse.Namespace) -> int:
     if args.plot:
         from wideml.cli.plots import plot_cv
 
-        _write_atomic(args.plot, lambda fh: plot_cv(report, fh, title=f"{Path(args.store).name}: {report.n_folds}-fold CV"))
+        passes = f"{report.n_passes} pass{'es' if report.n_passes != 1 else ''} over X"
+        title = (f"{Path(args.store).name}: n = {store.n_samples}, p = {store.n_features:,}\n"
+                 f"{report.n_folds}-fold CV, {report.classifier.upper()} on the embedding, {passes}")
+        _write_atomic(args.plot, lambda fh: plot_cv(report, fh, title=title))
         print(f"plot written to {args.plot}")
     return 0
+
+
+def _cv_work_folder(args: argparse.Namespace) -> str:
+    """Where ``wideml cv`` keeps its checkpoints: ``wideml-cv-<key>`` in the work folder, the key naming the store and outputs."""
+    import hashlib
+    import os
+
+    from wideml.estimators._workdir import resolve_workdir
+
+    named = [os.path.realpath(p) if p else "" for p in (args.store, args.output, args.plot)]
+    key = hashlib.sha256("\0".join(named).encode()).hexdigest()[:16]
+    return os.path.join(resolve_workdir(None), f"wideml-cv-{key}")
 
 
 def _check_folds(folds: int, y) -> None:
@@ -285,8 +308,6 @@ def _cv_projector(method, args, store):
 
 def _cv_other(names: list[str], store, args) -> dict:
     """Cross-validated error of methods without a dimension to choose (encoder: one pass; others: a fit per fold)."""
-    from sklearn.model_selection import StratifiedKFold
-
     results = {}
     for name in names:
         if name == "encoder":
@@ -295,17 +316,11 @@ def _cv_other(names: list[str], store, args) -> dict:
             res = cross_validate_encoder(store, cv=args.folds, random_state=args.seed)
             errors = np.asarray(res.get("fold_errors", res.get("errors", [])), dtype=float)
         else:
-            if store.y is None:
-                raise WidemlError(f"store {args.store!r} holds no labels y; cross-validation needs labels.")
-            errors = []
-            folds = StratifiedKFold(args.folds, shuffle=True, random_state=args.seed)
-            X = store.X
-            for train, test in folds.split(np.zeros((store.n_samples, 1)), store.y):
-                train, test = np.sort(train), np.sort(test)
-                est = _build(name, args, len(train))  # lfl: wrapped in its classifier, as `wideml fit` does
-                est.fit(X[train], store.y[train])
-                errors.append(float(np.mean(est.predict(X[test]) != store.y[test])))
-            errors = np.asarray(errors)
+            from wideml.estimators.cv import cross_validate_refit
+
+            # lfl: wrapped in its classifier, as `wideml fit` does; each finished fold is checkpointed
+            errors = cross_validate_refit(name, lambda n_train, name=name: _build(name, args, n_train), store, args.folds, args.seed,
+                                          index=names.index(name))
         results[name] = {"fold_errors": errors.tolist(), "error": float(errors.mean()), "std": float(errors.std())}
         print(f"{name:<10} {'-':>7} {results[name]['error']:>8.4f}   (fixed dimension; sd over folds {results[name]['std']:.4f})")
     return results

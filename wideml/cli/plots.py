@@ -6,7 +6,17 @@ from wideml.exceptions import WidemlError
 
 
 def plot_cv(report, fh, title: str = "") -> None:
-    """Error against embedding dimension, one line per method with a ±1 sd band, chance dashed."""
+    """Error against embedding dimension, one line per method with a ±1 sd band over folds, chance dashed.
+
+    Parameters
+    ----------
+    report : CVReport
+        Its ``results`` (dims, mean errors, sds over folds), ``n_folds``, ``classifier`` and ``chance_error``.
+    fh : binary file
+        Where the PNG goes.
+    title : str
+        The figure title (``wideml cv`` gives the store name, n, p, folds and passes over X).
+    """
     try:
         import matplotlib
 
@@ -32,9 +42,12 @@ def plot_cv(report, fh, title: str = "") -> None:
     ax.set_xlabel("embedding dimension d")
     ax.set_ylabel(f"{report.classifier.upper()} misclassification rate")
     ax.set_ylim(bottom=0)
-    ax.set_title(title or "cross-validated error against dimension")
+    ax.set_title(title or "cross-validated error against dimension", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
+    caption = (f"Shaded bands: \u00b11 sd of the error over the {report.n_folds} folds; "
+               "\u2605 marks each method's best d (lowest mean error).")
+    fig.text(0.5, 0.01, caption, ha="center", va="bottom", fontsize=7.5, color="0.3")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(fh, format="png")
     plt.close(fig)

@@ -10,10 +10,12 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold, check_cv
 
 from wideml.algebra import encoder as alg
-from wideml.estimators._encoder_data import _fit_data, _run
+from wideml.estimators import _resume
+from wideml.estimators._encoder_data import _fit_data
 from wideml.estimators._encoder_fit import (
     _baseline,
     _choose,
+    _class_stats,
     _needs_row_norms,
     _precision,
     _set_stats,
@@ -97,17 +99,24 @@ def cross_validate_encoder(
     prec = _precision(precision, (data.X if data.X is not None else data.numpy_X).dtype)
     Xmem = data.numpy_X
     need_sq = _needs_row_norms(kernels, selection)
-    stats = _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=prec, need_sq=need_sq),
-                 lambda: enc.class_stats_pass(data.X, W, sketch_idx=sketch, keep_means=plan[0] == "exact", precision=prec,
-                                              need_sq=need_sq),
-                 f"encoder cross-validation: one pass for {len(folds)} folds")
+    session = None
+    if Xmem is None:  # a store's X: resumable inside a resumable run (`wideml cv` opens one)
+        session = _resume.begin_with(data, "cross_validate_encoder", dict(params, cv=_resume.digest(*[te for _, te in folds]))) \
+            or _resume.begun()
+    total = 2 if plan[0] == "approx" else 1
+    ck = _resume.pass_checkpoint(session, 500, total, label=f"encoder cross-validation, pass 1/{total}", kind="encoder-cv-stats",
+                                 W=_resume.digest(W), sketch=_resume.digest(sketch), need_sq=need_sq, precision=prec)
+    stats = _class_stats(data.X, Xmem, W, sketch=sketch, keep=plan[0] == "exact", precision=prec, need_sq=need_sq,
+                         label=f"encoder cross-validation: one pass for {len(folds)} folds", checkpoint=ck)
     passes, ranks = 1, None
     loo = None
     if use_rank:
         if selection == "loo_cross_entropy" and len(kernels) > 1:
             loo = enc.LooSpec.from_sets(data.codes, K, plan_sets.sets[: len(folds)], counts)
+        rank_ck = _resume.pass_checkpoint(session, 501, total, label="encoder cross-validation, pass 2/2", kind="encoder-cv-ranks",
+                                          stats=_resume.digest(stats.sketch), loo=loo is not None) if plan[0] == "approx" else None
         ranks, _, extra = _spearman_fit_passes(data.X, W, stats, plan, loo, n_write=0, out_group=None,
-                                               label="encoder cross-validation", Xmem=Xmem)
+                                               label="encoder cross-validation", Xmem=Xmem, checkpoint=rank_ck)
         passes += extra
     fold_errors, selected, fold_scores = [], [], []
     kernel_errors: dict[str, list[float]] = {k: [] for k in kernels}

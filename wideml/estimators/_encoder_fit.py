@@ -110,16 +110,37 @@ class _RankResult:
         self.loo_corr = loo_corr
 
 
-def _spearman_fit_passes(Xd, W, stats, plan, loo, *, n_write, out_group, label, Xmem=None) -> tuple[_RankResult, np.ndarray | None, int]:
-    """The rank pass(es) after the class-statistics pass. Returns (ranks, class-mean ranks in memory or None, passes)."""
+def _class_stats(Xd, Xmem, W, *, sketch, keep, precision, need_sq, label, n_write=0, out_group=None, checkpoint=None) -> enc.ClassStats:
+    """The class-statistics pass (in memory for in-memory input); resumable with a ``checkpoint`` (a store's X)."""
+    graph = lambda ck=None: enc.class_stats_pass(Xd, W, n_write=n_write, out_group=out_group, sketch_idx=sketch,  # noqa: E731
+                                                 keep_means=keep, precision=precision, need_sq=need_sq, checkpoint=ck)
+    if checkpoint is None or Xmem is not None:
+        return _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=precision, need_sq=need_sq), graph, label)
+    from wideml.estimators._resume import fields_state, run_pass
+
+    return run_pass(checkpoint, graph, label, to_state=fields_state, from_state=lambda state: enc.ClassStats(*state))
+
+
+def _spearman_fit_passes(Xd, W, stats, plan, loo, *, n_write, out_group, label, Xmem=None,
+                         checkpoint=None) -> tuple[_RankResult, np.ndarray | None, int]:
+    """The rank pass(es) after the class-statistics pass. Returns (ranks, class-mean ranks in memory or None, passes).
+
+    ``checkpoint`` (a :class:`~wideml.runtime.checkpoint.PassCheckpoint`) makes the estimated-rank pass resumable.
+    """
     mode, block = plan
     n, p = (Xmem if Xmem is not None else Xd).shape
     if mode == "approx":
         x_tables = alg.rank_tables(stats.sketch)
         u_tables = alg.rank_tables(enc.anchor_sample(W, stats.sketch))
-        out = _run(Xmem, lambda: enc.spearman_sketch_local(Xmem, W, x_tables, u_tables, loo=loo),
-                   lambda: enc.spearman_sketch_pass(Xd, W, x_tables, u_tables, loo=loo, n_write=n_write, out_group=out_group),
-                   f"{label}: Spearman ranks (estimated)")
+        graph = lambda ck=None: enc.spearman_sketch_pass(Xd, W, x_tables, u_tables, loo=loo, n_write=n_write,  # noqa: E731
+                                                         out_group=out_group, checkpoint=ck)
+        if checkpoint is not None and Xmem is None:
+            from wideml.estimators._resume import run_pass
+
+            out = run_pass(checkpoint, graph, f"{label}: Spearman ranks (estimated)")
+        else:
+            out = _run(Xmem, lambda: enc.spearman_sketch_local(Xmem, W, x_tables, u_tables, loo=loo), graph,
+                       f"{label}: Spearman ranks (estimated)")
         S_mem = out.get("S")  # in-memory input: the anchors' estimated ranks
         passes = 1
     else:

@@ -8,9 +8,12 @@ import dask.array as da
 import numpy as np
 
 from wideml.exceptions import WidemlError
+from wideml.estimators.image_input import images_as_input, is_image_input
 from wideml.passes.blocks import as_dask_array
 from wideml.storage.featurestore import FeatureStore
 from wideml.storage.layout import FeatureLayout, check_layout, layout_of
+from wideml.storage.model_space import with_space
+from wideml.storage.spatial import SpatialReference
 from wideml.storage.writer import check_labels
 
 
@@ -33,6 +36,11 @@ class FitInput:
     layout : FeatureLayout or None
         The training features' layout (count, feature_shape, spatial reference,
         feature_ids fingerprint), recorded by estimators as ``feature_layout_``.
+        For a store it is a :class:`~wideml.storage.model_space.TrainingLayout`
+        that also carries the store's spatial reference and feature ids, so
+        every estimator keeps them and ``save_model`` writes them.
+    spatial : SpatialReference or None
+        The image space of the features (a store ingested from images), else None.
     """
 
     X: da.Array
@@ -43,6 +51,7 @@ class FitInput:
     numpy_X: np.ndarray | None
     source: dict
     layout: FeatureLayout | None = None
+    spatial: SpatialReference | None = None
 
     @property
     def n_samples(self) -> int:
@@ -94,11 +103,16 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
     source: dict = {}
     numpy_X = None
     layout = layout_of(X)
+    spatial = None
     if isinstance(X, FeatureStore):
         source = {"store": str(X.path), "format": X.format}
+        spatial = store_spatial(X)
+        layout = with_space(layout, spatial, X.feature_ids)
         if y is None:
             y = X.y
         X = X.X
+    elif is_image_input(X):  # nibabel images or NIfTI paths: every voxel a feature (a mask: wideml.images_to_array)
+        X, spatial, layout = images_as_input(X)
     if y is None and require_labels:
         raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
     if isinstance(X, da.Array) or hasattr(X, "store_path") or type(X).__module__.startswith(("zarr", "h5py")):
@@ -112,12 +126,32 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
         raise WidemlError(f"X must be 2-D (n_samples, n_features), got shape {Xd.shape}; reshape it.")
     if y is None:
         codes = np.zeros(Xd.shape[0], dtype=np.int64)
-        return FitInput(regular_feature_chunks(Xd), codes, np.zeros(1, dtype=np.int64), codes, numpy_X is not None, numpy_X, source, layout)
+        return FitInput(regular_feature_chunks(Xd), codes, np.zeros(1, dtype=np.int64), codes, numpy_X is not None, numpy_X, source, layout,
+                        spatial)
     y = _one_column(y)
     y = check_labels(y, Xd.shape[0], what="y")
     _refuse_continuous(y)
     classes, codes = np.unique(y, return_inverse=True)
-    return FitInput(regular_feature_chunks(Xd), y, classes, codes.astype(np.int64).ravel(), numpy_X is not None, numpy_X, source, layout)
+    return FitInput(regular_feature_chunks(Xd), y, classes, codes.astype(np.int64).ravel(), numpy_X is not None, numpy_X, source, layout,
+                    spatial)
+
+
+def store_spatial(store: FeatureStore) -> SpatialReference | None:
+    """The spatial reference of a store (``FeatureStore.spatial``; read directly from older FeatureStore objects)."""
+    if hasattr(type(store), "spatial"):
+        return store.spatial
+    from wideml.storage.spatial import SPATIAL_ATTR, read_spatial
+
+    if store.attrs.get(SPATIAL_ATTR) is None:
+        return None
+    if store.format == "hdf5":
+        import h5py
+
+        with h5py.File(store.path, "r") as handle:
+            return read_spatial(handle, store.attrs, f"the store at {store.path}")
+    import zarr
+
+    return read_spatial(zarr.open_group(str(store.path), mode="r"), store.attrs, f"the store at {store.path}")
 
 
 def _one_column(y):
@@ -160,6 +194,10 @@ def predict_input(X, n_features: int, name: str = "the model", layout: FeatureLa
     WidemlError
         One sentence saying what differs.
     """
+    if is_image_input(X):
+        X, _, image_layout = images_as_input(X)
+        if image_layout.n_features == n_features:
+            check_layout(layout, image_layout, data_name="the images", model_name=name)
     check_feature_layout(X, n_features, name, layout)
     if isinstance(X, FeatureStore):
         X = X.X

@@ -14,6 +14,7 @@ from wideml.algebra.lol import Projection, _check_components
 from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._params import NON_NEGATIVE_INT, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Options, PathLike
 from wideml.estimators import _resume
+from wideml.estimators._small_algebra import SMALL_ALGEBRA_N, inverse_cholesky as _inverse_cholesky, small_algebra_threads  # noqa: F401
 from wideml.estimators._solver import folds_loadings
 from wideml.estimators._workdir import new_model_group, work_array
 from wideml.exceptions import WidemlError
@@ -23,28 +24,6 @@ from wideml.passes.loadings import LOADINGS, emit_pass, project_pass
 from wideml.runtime import compute
 
 SOLVERS = ("auto", "gram", "randomized")
-
-
-#: Below this many samples the n x n algebra runs on one BLAS thread: OpenBLAS threads on small
-#: matrices gain little and, on a busy machine, spin against other work (measured up to 30x slower).
-SMALL_ALGEBRA_N = 1500
-
-
-def small_algebra_threads(n: int):
-    """Context limiting BLAS to one thread for n x n algebra with n < SMALL_ALGEBRA_N."""
-    import contextlib
-
-    return threadpool_limits(1, user_api="blas") if n < SMALL_ALGEBRA_N else contextlib.nullcontext()
-
-
-def _inverse_cholesky(AtA: np.ndarray) -> np.ndarray:
-    import scipy.linalg
-
-    try:
-        R = scipy.linalg.cholesky((AtA + AtA.T) / 2, lower=False)
-    except np.linalg.LinAlgError:
-        raise WidemlError("the directions are linearly dependent, so they cannot be orthonormalised; use orthogonalize=False.") from None
-    return scipy.linalg.solve_triangular(R, np.eye(R.shape[0]), lower=False)
 
 
 class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
@@ -92,6 +71,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         return min(data.n_classes, max(1, data.n_samples - 1))
 
     # -- fit ---------------------------------------------------------------------------
+    @_resume.auto_resumable
     def fit(self, X, y=None):
         """Fit the projection.
 
@@ -164,6 +144,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         self.components_ = components.T
         if group is not None:
             self.class_means_ = work_array(group, CLASS_MEANS)
+            self.class_medians_ = work_array(group, CLASS_MEDIANS) if median else None  # robust fits' centroids (maps)
 
     def _fit_with_emit(self, data: FitInput, d: int, median: bool, group, solver: str, total: int):
         """Gram solver (any input) or randomized solver on in-memory input: the loadings come from an emit pass over X."""
@@ -384,6 +365,8 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         }
         if getattr(self, "class_means_", None) is not None:
             arrays["class_means"] = self.class_means_
+        if getattr(self, "class_medians_", None) is not None:
+            arrays["class_medians"] = self.class_medians_
         return state, arrays
 
     @classmethod
@@ -405,6 +388,8 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         est.components_ = da.from_zarr(arrays["loadings"]).T
         if "class_means" in arrays:
             est.class_means_ = da.from_zarr(arrays["class_means"])
+        if "class_medians" in arrays:
+            est.class_medians_ = da.from_zarr(arrays["class_medians"])
         return est
 
     def __sklearn_tags__(self):

@@ -52,15 +52,54 @@ def begin(est: Any, data: Any) -> Session | None:
     Only a store-backed fit (a FeatureStore passed to ``fit``) made outside
     any other resumable fit of the same session checkpoints.
     """
+    params = {k: v for k, v in est.get_params(deep=False).items() if k != "workdir"}
+    return begin_with(data, type(est).__name__, params)
+
+
+def fingerprint(data: Any, name: str, params: dict) -> dict | None:
+    """The fingerprint (version, store, parameters) of a store-backed fit or run ``name``; None for other input."""
     import wideml
 
-    session = active()
-    if session is None or session.begun or data.in_memory or "store" not in data.source:
+    if data.in_memory or "store" not in data.source:
         return None
-    params = {k: v for k, v in est.get_params(deep=False).items() if k != "workdir"}
     store = dict(store_fingerprint(data.source["store"]), labels=digest(np.asarray(data.codes)), chunks=list(map(int, data.X.chunks[1])))
-    session.begin({"version": wideml.__version__, "store": store, "parameters": dict(params, estimator=type(est).__name__)})
+    return {"version": wideml.__version__, "store": store, "parameters": dict(params, estimator=name)}
+
+
+def begin_with(data: Any, name: str, params: dict) -> Session | None:
+    """:func:`begin` for any run ``name`` (an estimator's fit, ``cross_validate_dims``...) with parameters ``params``."""
+    session = active()
+    if session is None or session.begun:
+        return None
+    parts = fingerprint(data, name, params)
+    if parts is None:
+        return None
+    session.begin(parts)
     return session
+
+
+def begun() -> Session | None:
+    """The active session if a run has begun it (for steps of that run: CV folds), else None."""
+    session = active()
+    return session if session is not None and session.begun else None
+
+
+def saved_step(session: Session | None, index: int, total: int, key: dict, run: Callable[[], Any], label: str | None = None) -> Any:
+    """``run()`` (a whole step, e.g. one CV fold's fit and error), or its result saved by an interrupted run.
+
+    The result (a nesting of arrays and numbers) is saved as pass ``index``'s
+    result once ``run`` returns, so a rerun skips the step entirely.
+    """
+    ck = None if session is None else session.pass_checkpoint(index, total, key)
+    if ck is not None:
+        ck.label = label or ck.label
+        saved = ck.result()
+        if saved is not None:
+            return saved
+    value = run()
+    if ck is not None:
+        ck.save_result(value)
+    return value
 
 
 def model_group(session: Session, arrays: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]) -> str:
@@ -98,9 +137,12 @@ def settle_group(owner: Any, group: str, workdir: Any) -> str:
     return dest
 
 
-def pass_checkpoint(session: Session | None, index: int, total: int, **key: Any) -> PassCheckpoint | None:
-    """Checkpoints of pass ``index`` of ``total`` (None outside a resumable fit)."""
-    return None if session is None else session.pass_checkpoint(index, total, key)
+def pass_checkpoint(session: Session | None, index: int, total: int, label: str | None = None, **key: Any) -> PassCheckpoint | None:
+    """Checkpoints of pass ``index`` of ``total`` (None outside a resumable fit); ``label`` names it in messages."""
+    ck = None if session is None else session.pass_checkpoint(index, total, key)
+    if ck is not None and label:
+        ck.label = label
+    return ck
 
 
 def run_pass(checkpoint: PassCheckpoint | None, build: Callable[[PassCheckpoint | None], Any], label: str,
@@ -123,6 +165,13 @@ def gram_state(stats: Any) -> tuple:
     return (stats.G, stats.r, float(stats.s), int(stats.n_features), [(m.P, m.Q) for m in stats.medians])
 
 
+def fields_state(value: Any) -> tuple:
+    """A dataclass's fields, in order, as a checkpointable tuple (rebuilt with ``Class(*state)``)."""
+    import dataclasses
+
+    return tuple(getattr(value, f.name) for f in dataclasses.fields(value))
+
+
 def gram_from_state(state: tuple) -> Any:
     from wideml.passes.gram import GramStats, MedianSet
 
@@ -130,7 +179,8 @@ def gram_from_state(state: tuple) -> Any:
     return GramStats(G=G, r=r, s=s, n_features=n_features, medians=[MedianSet(P, Q) for P, Q in meds])
 
 
-__all__ = ["begin", "gram_from_state", "gram_state", "model_group", "pass_checkpoint", "run_pass", "settle_group", "store_fingerprint"]
+__all__ = ["AUTO_FOLDER_PREFIX", "auto_folder", "auto_resumable", "begin", "begin_with", "begun", "ensure_array", "fields_state", "fingerprint",
+           "kernel_checkpoint", "saved_step", "gram_from_state", "gram_state", "model_group", "pass_checkpoint", "run_pass", "settle_group", "store_fingerprint"]
 
 
 def ensure_array(group: str, name: str, shape: tuple[int, ...], chunks: tuple[int, ...]) -> None:
@@ -144,3 +194,72 @@ def ensure_array(group: str, name: str, shape: tuple[int, ...], chunks: tuple[in
     if name in existing and tuple(existing[name].shape) == tuple(shape):
         return
     existing.create_array(name, shape=shape, chunks=chunks, dtype=np.float64, compressors=None, fill_value=0.0)
+
+
+class _StoreView:
+    """What :func:`fingerprint` reads of a fit's input, for kernel models' training data (a store's X, by path)."""
+
+    def __init__(self, X: Any, path: str, codes: Any):
+        self.X, self.in_memory, self.source = X, False, {"store": path}
+        self.codes = np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes)
+
+
+def kernel_checkpoint(est: Any, training: Any, landmarks: Any, codes: Any = None) -> PassCheckpoint | None:
+    """Checkpoints of a kernel model's one pass (full Gram, or landmark cross-Gram) in a resumable run, else None.
+
+    Only training data that is a store's own X (``training.path`` set) checkpoints.
+    """
+    if active() is None or training.path is None:
+        return None
+    params = {k: v for k, v in est.get_params(deep=False).items() if k != "workdir"}
+    session = begin_with(_StoreView(training.array(), training.path, codes), type(est).__name__, params)
+    kind = "gram" if landmarks is None else "cross"
+    return pass_checkpoint(session, 1, 1, kind=kind, landmarks=None if landmarks is None else digest(np.asarray(landmarks)))
+
+
+#: Name prefix of the automatic work directories of API fits under ``wideml.resume`` (in ``wideml.workdir``).
+AUTO_FOLDER_PREFIX = "wideml-resume-"
+
+
+def auto_folder(est: Any, X: Any) -> str | None:
+    """The automatic work directory of ``est.fit(X)`` when config ``wideml.resume`` is true, else None.
+
+    Only a fit given a FeatureStore, outside any :func:`~wideml.runtime.checkpoint.resumable`
+    block, gets one: ``<workdir>/wideml-resume-<key>``, the key a digest of the store's path,
+    the estimator's class and its parameters (so a rerun of the same fit finds it, a fit
+    with other parameters gets its own). A touched store is caught by the fit's fingerprint.
+    """
+    import json
+
+    from wideml.runtime.config import config_bool
+    from wideml.storage.featurestore import FeatureStore
+
+    if active() is not None or not isinstance(X, FeatureStore) or not config_bool("resume"):
+        return None
+    from wideml.estimators._workdir import resolve_workdir
+
+    params = {k: v for k, v in est.get_params(deep=False).items() if k != "workdir"}
+    text = json.dumps([os.path.realpath(str(X.path)), type(est).__name__, params], sort_keys=True, default=repr)
+    return os.path.join(resolve_workdir(getattr(est, "workdir", None)), AUTO_FOLDER_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:16])
+
+
+def auto_resumable(fit: Callable) -> Callable:
+    """Decorate an estimator's ``fit(X, y=None)``: under config ``wideml.resume`` a store fit runs resumable.
+
+    Inside ``with dask.config.set({"wideml.resume": True})`` a fit on a FeatureStore
+    checkpoints its passes into :func:`auto_folder` (removed when the fit succeeds), and
+    the same fit run again after a crash resumes from it and says so on stderr.
+    """
+    import functools
+
+    @functools.wraps(fit)
+    def wrapper(self, X, *args, **kwargs):
+        folder = auto_folder(self, X)
+        if folder is None:
+            return fit(self, X, *args, **kwargs)
+        from wideml.runtime.checkpoint import resumable
+
+        with resumable(folder, resume=True):
+            return fit(self, X, *args, **kwargs)
+
+    return wrapper

@@ -9,13 +9,13 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, check_cv
 
+from wideml.estimators import _resume
 from wideml.estimators._input import fit_input
 from wideml.estimators._params import CV_FOLDS, NONE, SEED, Options, Satisfies, check_parameters
 from wideml.estimators._projector import GramProjector, small_algebra_threads
 from wideml.estimators.classifier import CLASSIFIERS, make_classifier
 from wideml.exceptions import WidemlError
 from wideml.passes.gram import gram_pass
-from wideml.runtime import compute
 
 
 @dataclass
@@ -136,14 +136,27 @@ def cross_validate_dims(
     robust = any(est._uses_medians() for est in estimators.values())
     precisions = {getattr(est, "precision", "auto") for est in estimators.values()}
     precision = "float64" if "float64" in precisions else ("float32" if precisions == {"float32"} else "auto")
-    (stats,) = compute(
-        gram_pass(data.X, data.codes, K, median_subsets=[tr for tr, _ in folds] if robust else [], precision=precision),
+    session = _resume.begin_with(data, "cross_validate_dims", _cv_parameters(estimators, folds)) or _resume.begun()
+    ck = _resume.pass_checkpoint(session, 1, 1, kind="cv-gram", robust=robust, precision=precision,
+                                 folds=_resume.digest(*[np.asarray(tr) for tr, _ in folds]))
+    stats = _resume.run_pass(
+        ck, lambda ck: gram_pass(data.X, data.codes, K, median_subsets=[tr for tr, _ in folds] if robust else [], precision=precision,
+                                 checkpoint=ck),
         label=f"cross-validation: one pass for {len(folds)} folds x {len(estimators)} method(s)",
+        to_state=_resume.gram_state, from_state=_resume.gram_from_state,
     )
     with small_algebra_threads(n):
         results = _fold_results(estimators, stats, data, folds, dims, classifier, robust)
     chance = 1.0 - np.bincount(data.codes).max() / n
     return CVReport(results=results, n_folds=len(folds), classifier=classifier, n_passes=1, chance_error=float(chance))
+
+
+def _cv_parameters(estimators: dict, folds: list) -> dict:
+    """What a resumed ``cross_validate_dims`` must share with the interrupted one: its methods and its folds."""
+    methods = {name: dict(est.get_params(deep=False), estimator=type(est).__name__) for name, est in estimators.items()}
+    for params in methods.values():
+        params.pop("workdir", None)
+    return {"methods": methods, "folds": _resume.digest(*[np.asarray(te) for _, te in folds])}
 
 
 def _positive_ints(value) -> bool:
@@ -208,3 +221,50 @@ def _fold_results(estimators, stats, data, folds, dims, classifier, robust) -> d
             fold_errors=fold_errors.tolist(), best_dim=grid[best], best_error=float(mean[best]),
         )
     return results
+
+
+def cross_validate_refit(name: str, make_estimator, store, folds: int, random_state: int, index: int = 0) -> np.ndarray:
+    """Misclassification rate per fold of a method refitted on each stratified training fold (e.g. LFL).
+
+    Parameters
+    ----------
+    name : str
+        The method's name (part of the checkpoint keys).
+    make_estimator : callable
+        ``make_estimator(n_train)`` -> a classifier to fit on one training fold.
+    store : FeatureStore
+        Holds X (n_samples, n_features) and labels y.
+    folds : int
+    random_state : int
+    index : int, default 0
+        Position of this method among the refitted ones (keeps its checkpoints apart from the others').
+
+    Returns
+    -------
+    ndarray of shape (folds,)
+
+    Notes
+    -----
+    Each fold makes the method's fit passes over the training rows of X plus
+    one prediction pass over the test rows. Inside a resumable run
+    (:func:`wideml.runtime.checkpoint.resumable`, which ``wideml cv`` opens)
+    each fold's error is saved when the fold is done, so a rerun after an
+    interrupt redoes only the folds not finished.
+    """
+    y = store.y
+    split = list(StratifiedKFold(folds, shuffle=True, random_state=random_state).split(np.zeros((store.n_samples, 1)), y))
+    params = {"method": name, "estimator": repr(make_estimator(len(split[0][0]))), "folds": folds, "random_state": random_state}
+    session = _resume.begin_with(fit_input(store, None), f"cross_validate_refit:{name}", params) or _resume.begun()
+    errors = []
+    for f, (train, test) in enumerate(split):
+        train, test = np.sort(train), np.sort(test)
+
+        def run(train=train, test=test):
+            est = make_estimator(len(train))
+            est.fit(store.X[train], y[train])
+            return float(np.mean(est.predict(store.X[test]) != y[test]))
+
+        key = dict(kind="cv-refit", method=name, estimator=params["estimator"], fold=f, test=_resume.digest(test))
+        label = f"{name} fold {f + 1}/{len(split)}"
+        errors.append(float(_resume.saved_step(session, 1000 * (index + 1) + f, len(split), key, run, label=label)))
+    return np.asarray(errors)

@@ -110,6 +110,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra import encoder as alg
+from wideml.estimators import _resume
 from wideml.estimators._encoder_cv import cross_validate_encoder
 from wideml.estimators._encoder_data import (
     _dask_view,
@@ -130,6 +131,7 @@ from wideml.estimators._encoder_fit import (
     _baseline,
     _choose,
     _choose_full,
+    _class_stats,
     _exact_block_rows,
     _inner_folds,
     _needs_row_norms,
@@ -223,6 +225,7 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         self.workdir = workdir
 
     # -- fit -------------------------------------------------------------------------------
+    @_resume.auto_resumable
     def fit(self, X, y=None):
         """Fit the encoder and its LDA.
 
@@ -266,28 +269,31 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         use_rank = "spearman" in kernels
         plan = _spearman_plan(self.spearman, n, p, W.shape[1]) if use_rank else (None, 0)
         group = None
+        session = _resume.begin(self, data) if not data.in_memory else None  # a resumable fit, else None
         if not data.in_memory:
             width = Xd.chunks[1][0]
             arrays = {enc.CLASS_MEANS: ((K, p), (K, width))}
             if use_rank:
                 arrays[enc.CLASS_MEAN_RANKS] = ((K, p), (K, width))
-            group = self._model_group(arrays)
+            group = _resume.model_group(session, arrays) if session else self._model_group(arrays)
         sketch = alg.sketch_features(p, self.sketch_size, self.random_state) if plan[0] == "approx" else None
         keep = data.in_memory or plan[0] == "exact"
         Xmem = data.numpy_X
         need_sq = _needs_row_norms(kernels, self.selection)
-        stats = _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=self.precision_, need_sq=need_sq),
-                     lambda: enc.class_stats_pass(Xd, W, n_write=K, out_group=group, sketch_idx=sketch, keep_means=keep,
-                                                  precision=self.precision_, need_sq=need_sq),
-                     "EncoderClassifier fit: class statistics and X-to-U pass")
+        total = 2 if plan[0] == "approx" else 1
+        ck = _resume.pass_checkpoint(session, 1, total, kind="encoder-stats", W=_resume.digest(W), sketch=_resume.digest(sketch))
+        stats = _class_stats(Xd, Xmem, W, sketch=sketch, keep=keep, precision=self.precision_, need_sq=need_sq, n_write=K,
+                             out_group=group, label="EncoderClassifier fit: class statistics and X-to-U pass", checkpoint=ck)
         passes = 1
         ranks, S_mem = None, None
         loo = None
         if use_rank:
             if self.selection == "loo_cross_entropy" and len(kernels) > 1:
                 loo = enc.LooSpec.from_sets(codes, K, sets.sets[:1], counts)
+            rank_ck = _resume.pass_checkpoint(session, 2, total, kind="encoder-ranks", stats=_resume.digest(stats.sketch),
+                                              loo=loo is not None) if plan[0] == "approx" else None
             ranks, S_mem, extra = _spearman_fit_passes(Xd, W, stats, plan, loo, n_write=K, out_group=group,
-                                                       label="EncoderClassifier fit", Xmem=Xmem)
+                                                       label="EncoderClassifier fit", Xmem=Xmem, checkpoint=rank_ck)
             passes += extra
         train = _set_stats(stats, ranks, 0, K)
         loo_own = ranks.loo_corr if (ranks is not None and ranks.loo_corr is not None) else None
@@ -301,6 +307,9 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         self.sketch_idx_ = sketch
         self.n_fit_passes_ = passes
         self.train_codes_ = codes
+        if session is not None and group is not None:  # out of the work directory (removed once the fit succeeds)
+            self._drop_previous_group()
+            group = _resume.settle_group(self, group, self.workdir)
         self._group = group
         if group is not None:
             self.class_means_ = _group_array(group, enc.CLASS_MEANS, arrays)

@@ -16,8 +16,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from wideml.algebra.kpca import DEFAULT_TOL
 from wideml.algebra.lol import lol_projection
 from wideml.estimators.classifier import make_classifier
-from wideml.estimators.kpca import (KernelEmbeddingMixin, choose_landmarks, fit_basis, make_kernel, one_blas_thread, training_input,
-                                    training_products)
+from wideml.estimators.kpca import (KernelEmbeddingMixin, choose_landmarks, fit_basis, kernel_products, make_kernel, one_blas_thread,
+                                    training_input)
+from wideml.estimators._resume import auto_resumable
 from wideml.estimators._params import KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams, Options
 
 
@@ -82,6 +83,7 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         self.n_landmarks = n_landmarks
         self.random_state = random_state
 
+    @auto_resumable
     def fit(self, X, y) -> "KernelLOL":
         """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels; one pass over X."""
         self._validate_parameters()  # first_moment: class medians are not defined in feature space, so 'mean' only
@@ -89,7 +91,7 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         self.training_, codes, self.classes_ = training_input(X, y)
         Xd = self.training_.array()
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(Xd.shape[0], int(self.n_landmarks), codes, self.random_state)
-        products = training_products(Xd, self.landmarks_)
+        products = kernel_products(self, self.training_, self.landmarks_, codes)
         with one_blas_thread():
             self.basis_, F = fit_basis(kernel, products, self.kpca_components, self.tol)
             G = F @ F.T

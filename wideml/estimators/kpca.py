@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.kernels import Kernel, gram_sq_distances, kernel_from_dict
 from wideml.algebra.kpca import DEFAULT_TOL, KPCAFit, fit_kpca
+from wideml.estimators._resume import auto_resumable as _auto_resumable
 from wideml.estimators._params import KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams
 from wideml.exceptions import StoreError, WidemlError
 from wideml.passes.blocks import as_dask_array
@@ -31,6 +32,13 @@ from wideml.runtime import compute
 
 
 _CONTROLLER = None
+
+
+def kernel_products(est, training: "TrainingData", landmarks: np.ndarray | None, codes: np.ndarray | None = None) -> "Products":
+    """:func:`training_products`, resumable in a resumable run (:func:`wideml.estimators._resume.kernel_checkpoint`)."""
+    from wideml.estimators._resume import kernel_checkpoint
+
+    return training_products(training.array(), landmarks, kernel_checkpoint(est, training, landmarks, codes))
 
 
 def one_blas_thread():
@@ -197,12 +205,20 @@ class Products:
         return kernel.from_products(self.inner, self.sq_dist, self.n_features)
 
 
-def training_products(X: da.Array, landmarks: np.ndarray | None = None) -> Products:
-    """One pass over the training X: the full Gram (landmarks None) or the n x m landmark cross-Gram."""
+def training_products(X: da.Array, landmarks: np.ndarray | None = None, checkpoint=None) -> Products:
+    """One pass over the training X: the full Gram (landmarks None) or the n x m landmark cross-Gram.
+
+    With a ``checkpoint`` (:func:`wideml.estimators._resume.kernel_products`) the pass is resumable.
+    """
+    from wideml.estimators import _resume
+    from wideml.passes.crossgram import cross_from_state, cross_state
+
     if landmarks is None:
-        (stats,) = compute(gram_pass(X), label="Gram pass")
+        stats = _resume.run_pass(checkpoint, lambda ck: gram_pass(X, checkpoint=ck), "Gram pass",
+                                 to_state=_resume.gram_state, from_state=_resume.gram_from_state)
         return Products(stats.raw_gram(), gram_sq_distances(stats.G), int(X.shape[1]), None)
-    (cross,) = compute(cross_gram_pass(X, X, ref_rows=landmarks), label="landmark cross-Gram pass")
+    cross = _resume.run_pass(checkpoint, lambda ck: cross_gram_pass(X, X, ref_rows=landmarks, checkpoint=ck), "landmark cross-Gram pass",
+                             to_state=cross_state, from_state=cross_from_state)
     return Products(cross.raw_cross(), cross.sq_distances(), int(X.shape[1]), np.asarray(landmarks))
 
 
@@ -351,6 +367,7 @@ class KernelPCA(CheckedParams, TransformerMixin, BaseEstimator):
         """Fit and return the training coordinates (n x r); one pass over X."""
         return self._fit(X, y).embedding_
 
+    @_auto_resumable
     def _fit(self, X, y):
         self._validate_parameters()
         kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
@@ -363,7 +380,7 @@ class KernelPCA(CheckedParams, TransformerMixin, BaseEstimator):
 
             codes = np.unique(check_labels(y, n, min_classes=1, what="y"), return_inverse=True)[1].ravel()
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
-        products = training_products(Xd, self.landmarks_)
+        products = kernel_products(self, self.training_, self.landmarks_, codes)
         with one_blas_thread():
             self.basis_, self.embedding_ = fit_basis(kernel, products, self.n_components, self.tol)
         self.kpca_ = self.basis_.kpca

@@ -28,7 +28,8 @@ from wideml.algebra.kpca import DEFAULT_TOL, fit_kpca
 from wideml.algebra.metric.dne import fit_dne
 from wideml.algebra.metric.lmnn import fit_lmnn
 from wideml.estimators.kpca import (KernelEmbeddingMixin, Products, choose_landmarks, fit_basis, make_kernel, one_blas_thread,
-                                    training_input, training_products)
+                                    kernel_products, training_input)
+from wideml.estimators._resume import auto_resumable
 from wideml.estimators._params import (KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams, Interval, Options, Satisfies,
                                       positive_reals)
 from wideml.exceptions import WidemlError
@@ -320,6 +321,7 @@ class KPCATrick(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
 
     # ---- fit / predict
 
+    @auto_resumable
     def fit(self, X, y) -> "KPCATrick":
         """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels y; one pass over X."""
         self._validate_parameters()
@@ -327,7 +329,7 @@ class KPCATrick(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         Xd = self.training_.array()
         n = Xd.shape[0]
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
-        products = training_products(Xd, self.landmarks_)
+        products = kernel_products(self, self.training_, self.landmarks_, codes)
         with one_blas_thread():
             self._fit_algebra(products, codes)
         self.n_features_in_ = int(Xd.shape[1])

@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.randomized import centroid_differences
+from wideml.estimators import _resume
 from wideml.estimators._input import fit_input, predict_input
 from wideml.estimators._params import BOOLEAN, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options, PathLike
 from wideml.estimators._workdir import new_model_group, work_array
@@ -89,6 +90,7 @@ class LFL(CheckedParams, TransformerMixin, BaseEstimator):
     def _density(self, p: int) -> float:
         return lfl_density(p) if self.density == "auto" else float(self.density)
 
+    @_resume.auto_resumable
     def fit(self, X, y=None):
         """Fit in **one pass** over X (centroids, their Gram, and the training embedding).
 
@@ -111,14 +113,19 @@ class LFL(CheckedParams, TransformerMixin, BaseEstimator):
         n_deltas = min(d, K - 1)
         k = d - n_deltas
         group = None
+        session = _resume.begin(self, data)  # a resumable fit (inside wideml.runtime.checkpoint.resumable), else None
         if not data.in_memory:
             w = data.X.chunks[1][0]
-            group = new_model_group(self, self.workdir, {FEATURE_MEAN: ((p,), (w,)), CLASS_MEANS: ((K, p), (K, w)), CLASS_MEDIANS: ((K, p), (K, w))})
-        (st,) = compute(
-            lfl_fit_pass(data.X, data.codes, K, n_random=k, seed=int(self.random_state), density=density,
-                         robust=bool(self.robust_first), out_group=group, precision=precision),
+            arrays = {FEATURE_MEAN: ((p,), (w,)), CLASS_MEANS: ((K, p), (K, w)), CLASS_MEDIANS: ((K, p), (K, w))}
+            group = _resume.model_group(session, arrays) if session else new_model_group(self, self.workdir, arrays)
+        st = _resume.run_pass(
+            _resume.pass_checkpoint(session, 1, 1, kind="lfl"),
+            lambda ck: lfl_fit_pass(data.X, data.codes, K, n_random=k, seed=int(self.random_state), density=density,
+                                    robust=bool(self.robust_first), out_group=group, precision=precision, checkpoint=ck),
             label="LFL fit: one pass",
         )
+        if session is not None and group is not None:  # out of the work directory (removed once the fit succeeds)
+            group = _resume.settle_group(self, group, self.workdir)
         Dm = centroid_differences(data.codes, K, st["CC"])[:, :n_deltas]
         XA = np.hstack([st["XC"] @ Dm, st["XR"]])
         self.offset_ = np.concatenate([st["mC"] @ Dm, st["mR"]])

@@ -31,6 +31,7 @@ GRAM_PROJECTOR = ModelSchema(
         "eigenvalues": ArraySpec(("n_eigen",)),
         "loadings": ArraySpec(("n_features", "n_components"), p_sized=True),
         "class_means": ArraySpec(("n_classes", "n_features"), p_sized=True, optional=True),
+        "class_medians": ArraySpec(("n_classes", "n_features"), p_sized=True, optional=True),  # robust LOL/QOQ on a store
     },
     dims={"n_features_in": "n_features", "n_components": "n_components"},
 )

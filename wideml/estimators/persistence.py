@@ -39,6 +39,7 @@ from wideml.exceptions import StoreError, WidemlError
 from wideml.storage.layout import FeatureLayout, layout_from_attrs
 from wideml.storage.model import qualified_name, read_model_attrs, write_model
 from wideml.storage.model_schema import ModelSchema, SchemaViolation, check_model_contents, check_state
+from wideml.storage.model_space import SpaceViolation, read_model_space, with_space
 
 #: The model classes a model store may name at its top level, by the qualified name wideml writes.
 MODEL_CLASSES: dict[str, type] = {qualified_name(c): c for c in (LOL, PCA, RRLDA, LFL, EmbeddingClassifier, EncoderClassifier,
@@ -86,7 +87,10 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False, p
     -----
     Reads no X; p-sized fitted arrays (loadings, class means) are copied chunk
     by chunk from the estimator's work folder. The feature layout recorded at
-    fit (``feature_layout_``) is saved with the model.
+    fit (``feature_layout_``) is saved with the model, and with it the
+    training store's spatial reference (attrs entry and ``mask`` array) and
+    feature ids (``feature_ids`` array) when it had them
+    (:mod:`wideml.storage.model_space`).
     """
     name = qualified_name(type(estimator))
     if MODEL_CLASSES.get(name) is not type(estimator) or not hasattr(estimator, "_model_state"):
@@ -101,7 +105,7 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False, p
     layout = estimator_layout(estimator)
     return write_model(path, estimator=name, params=params, state=state, arrays=arrays, overwrite=overwrite,
                        provenance=provenance or getattr(estimator, "provenance_", None) or {},
-                       feature_layout=layout.to_json() if layout is not None else None)
+                       feature_layout=layout.to_json() if layout is not None else None, space=layout)
 
 
 def estimator_layout(est) -> FeatureLayout | None:
@@ -178,7 +182,9 @@ def load_model(path: str | os.PathLike):
 
     Loading never imports or calls anything the model names: classes come from
     :data:`MODEL_CLASSES`, and every attribute and array is checked against the
-    class's schema before the estimator is built. Reads only small arrays.
+    class's schema before the estimator is built. Reads only small arrays
+    (and, when recorded, the grid-sized ``mask`` and the ``feature_ids``: both
+    checked against the model's records, :func:`~wideml.storage.model_space.read_model_space`).
 
     Raises
     ------
@@ -203,8 +209,10 @@ def load_model(path: str | os.PathLike):
             check_model_contents(MODEL_SCHEMAS[inner], state["embedding_state"], group, path, fixed=fixed, all_chunks=all_chunks)
         else:
             check_model_contents(MODEL_SCHEMAS[cls], state, group, path, fixed=fixed, all_chunks=all_chunks)
-    except SchemaViolation as exc:
+        spatial, feature_ids = read_model_space(group, attrs, layout.n_features if layout is not None else None, layout)
+    except (SchemaViolation, SpaceViolation) as exc:
         raise _refusal(path, str(exc)) from None
+    layout = with_space(layout, spatial, feature_ids)
     for part in checked:  # parameter values, before anything is rebuilt from them
         _validate(part, path)
     arrays = {name: group[name] for name in group.array_keys()}

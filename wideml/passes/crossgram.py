@@ -82,6 +82,14 @@ def _pair_stats(new_block, ref_block, offset, ref_rows):
     return (xc @ rc.T, xc @ m, rc @ m, float(m @ m), np.einsum("ij,ij->i", xc, xc), np.einsum("ij,ij->i", rc, rc))
 
 
+def _self_pair_stats(stripe, offset, ref_rows):
+    """:func:`_pair_stats` of a stripe with itself, read once by this task (results are fresh arrays, not the read buffer)."""
+    from wideml.passes.blocks import materialise
+
+    block, _ = materialise(stripe)
+    return _pair_stats(block, block, offset, ref_rows)
+
+
 def _combine(*parts):
     """Sum partial results without touching them (a copy of the first, then :func:`_add_into`)."""
     acc = tuple(p.copy() if isinstance(p, np.ndarray) else p for p in parts[0])
@@ -107,7 +115,7 @@ def _finish(total, n_features):
     return CrossStats(C=C, r_new=r_new, r_ref=r_ref, s=float(s), sq_new=sq_new, sq_ref=sq_ref, n_features=n_features)
 
 
-def cross_gram_pass(X_new: da.Array, X_ref: da.Array, ref_rows: np.ndarray | None = None):
+def cross_gram_pass(X_new: da.Array, X_ref: da.Array, ref_rows: np.ndarray | None = None, checkpoint=None):
     """Build the lazy one-pass cross-Gram graph (nothing is computed here).
 
     Parameters
@@ -119,6 +127,9 @@ def cross_gram_pass(X_new: da.Array, X_ref: da.Array, ref_rows: np.ndarray | Non
         ``X_new`` is the same dask array (same graph keys), it is read once.
     ref_rows : ndarray of int, optional
         Use only these reference rows (landmarks, Nystrom); default all.
+    checkpoint : wideml.runtime.checkpoint.PassCheckpoint, optional
+        Makes the pass resumable: lanes are saved at the checkpoint interval
+        and stripes a saved lane holds are not read again.
 
     Returns
     -------
@@ -146,11 +157,26 @@ def cross_gram_pass(X_new: da.Array, X_ref: da.Array, ref_rows: np.ndarray | Non
         ref_rows = np.asarray(ref_rows, dtype=np.int64)
         if ref_rows.size == 0 or ref_rows.min() < 0 or ref_rows.max() >= X_ref.shape[0]:
             raise WidemlError(f"landmark indices must lie in 0..{X_ref.shape[0] - 1} and not be empty; pass valid row indices.")
+    if checkpoint is not None and X_new.name == X_ref.name:  # resumable self-products: each lane step reads its own chunk
+        stripes, offsets = feature_stripes(X_ref, direct=True)
+        args = [(b, int(o), ref_rows) for b, o in zip(stripes, offsets)]
+        total = fold_in_lanes(_self_pair_stats, args, _add_into, _combine, checkpoint=checkpoint)
+        return dask.delayed(_finish, pure=True)(total, int(X_ref.shape[1]))
     new_stripes, offsets = feature_stripes(X_new)
     ref_stripes, _ = feature_stripes(X_ref)
     args = [(a, b, int(o), ref_rows) for a, b, o in zip(new_stripes, ref_stripes, offsets)]
-    total = fold_in_lanes(_pair_stats, args, _add_into, _combine)
+    total = fold_in_lanes(_pair_stats, args, _add_into, _combine, checkpoint=checkpoint)
     return dask.delayed(_finish, pure=True)(total, int(X_ref.shape[1]))
 
 
-__all__ = ["CrossStats", "cross_gram_pass"]
+def cross_state(stats: CrossStats) -> tuple:
+    """A :class:`CrossStats` as a checkpointable tuple (see :func:`wideml.runtime.checkpoint.save_state`)."""
+    return (stats.C, stats.r_new, stats.r_ref, float(stats.s), stats.sq_new, stats.sq_ref, int(stats.n_features))
+
+
+def cross_from_state(state: tuple) -> CrossStats:
+    C, r_new, r_ref, s, sq_new, sq_ref, n_features = state
+    return CrossStats(C=C, r_new=r_new, r_ref=r_ref, s=float(s), sq_new=sq_new, sq_ref=sq_ref, n_features=int(n_features))
+
+
+__all__ = ["CrossStats", "cross_from_state", "cross_gram_pass", "cross_state"]

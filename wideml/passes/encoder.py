@@ -316,6 +316,40 @@ def _reduce_graph(what: str, func, per_chunk: Sequence[tuple], shared: tuple = (
     return Delayed(out, HighLevelGraph.from_collections(out, layer, dependencies=list(graphs.values())))
 
 
+def _add_parts(acc, part):
+    """Add one chunk's sums into a lane's accumulator, in place (the resumable passes fold lanes: :func:`_resumable_graph`)."""
+    for key, value in part.items():
+        if key == "pieces":
+            acc[key] = list(acc[key]) + list(value)
+        else:
+            acc[key] += value
+    return acc
+
+
+def _read_then(func, stripe, *args):
+    """``func(block, *args)`` on the stripe read by this task (a lane's step reads its own chunk: nothing is read ahead)."""
+    from wideml.passes.blocks import materialise
+
+    block, _ = materialise(stripe)
+    return func(block, *args)
+
+
+def _resumable_graph(func, X: da.Array, per_chunk: Sequence[tuple], shared_args: tuple, checkpoint, finish=None,
+                     finish_args: tuple = ()):
+    """:func:`_reduce_graph`'s sum, folded in lanes saved into ``checkpoint`` (chunks a saved lane holds are not read again).
+
+    Each step reads its own chunk of X (``func``'s first argument; ``per_chunk`` gives the
+    others), so what a killed run saved is what it read, give or take one chunk per lane.
+    """
+    from wideml.passes.blocks import fold_in_lanes, shared
+
+    stripes, _ = feature_stripes(X, direct=True)
+    consts = tuple(shared(v) if isinstance(v, np.ndarray) or hasattr(v, "tocsr") else v for v in shared_args)
+    args = [(func, stripe, *rest, *consts) for stripe, rest in zip(stripes, per_chunk)]
+    total = fold_in_lanes(_read_then, args, _add_parts, _sum_parts, checkpoint=checkpoint)
+    return dask.delayed(finish, pure=True)(total, *finish_args) if finish is not None else total
+
+
 def _sum_parts(*parts):
     out = {}
     for key in parts[0]:
@@ -393,6 +427,7 @@ def class_stats_pass(
     keep_means: bool = False,
     precision: str = "float64",
     need_sq: bool = True,
+    checkpoint=None,
 ):
     """Class means and X-to-U statistics of one or several training sets, in **one pass**.
 
@@ -415,6 +450,10 @@ def class_stats_pass(
     need_sq : bool
         Also accumulate the squared row norms (``x_sq``; the euclidean kernel
         needs them). Without them, NaN/inf is detected from the class means.
+    checkpoint : wideml.runtime.checkpoint.PassCheckpoint, optional
+        Makes the pass resumable (lanes saved at the checkpoint interval; a
+        chunk a saved lane holds is not read again, its class means already
+        written into ``out_group``).
 
     Returns
     -------
@@ -425,6 +464,9 @@ def class_stats_pass(
     op = _stats_operator(W, np.float32 if precision == "float32" else np.float64)
     idx = None if sketch_idx is None else np.asarray(sketch_idx, dtype=np.int64)
     shared = (op, n_write, out_group, idx, keep_means, precision, need_sq)
+    if checkpoint is not None:
+        return _resumable_graph(_stats_chunk, X, [(int(o),) for o in offsets], shared, checkpoint,
+                                finish=_stats_finish, finish_args=(int(X.shape[1]),))
     return _reduce_graph("class-stats", _stats_chunk, [(s, int(o)) for s, o in zip(stripes, offsets)], shared,
                          finish=_stats_finish, finish_args=(int(X.shape[1]),))
 
@@ -475,6 +517,7 @@ def spearman_sketch_pass(
     loo: LooSpec | None = None,
     n_write: int = 0,
     out_group: str | None = None,
+    checkpoint=None,
 ):
     """Spearman sums with **estimated** ranks, in **one pass** (after :func:`class_stats_pass`).
 
@@ -496,6 +539,8 @@ def spearman_sketch_pass(
     n_write, out_group :
         Write the first ``n_write`` class means' estimated ranks into
         ``out_group``'s ``class_mean_ranks`` (K x p, chunked like X).
+    checkpoint : wideml.runtime.checkpoint.PassCheckpoint, optional
+        Makes the pass resumable, as for :func:`class_stats_pass`.
 
     Returns
     -------
@@ -509,6 +554,9 @@ def spearman_sketch_pass(
     W_d = _const(_class_mean_operator(W), "class-mean-operator")
     xt, ut = _const(list(x_tables), "row-rank-tables"), _const(list(u_tables), "mean-rank-tables")
     loo_d = _const(loo, "loo-pairs") if loo is not None else None
+    if checkpoint is not None:
+        args = [(int(o), W_d, xt, ut, p, loo_d, n_write, out_group) for o in offsets]
+        return _resumable_graph(_sketch_rank_chunk, X, args, (), checkpoint)
     task = dask.delayed(_sketch_rank_chunk, pure=True)
     parts = [task(s, int(o), W_d, xt, ut, p, loo_d, n_write, out_group) for s, o in zip(stripes, offsets)]
     return tree_reduce(parts, _sum_parts)

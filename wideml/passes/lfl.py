@@ -24,7 +24,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, tree_reduce
+from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
 from wideml.passes.keyed_random import sparse_sign_rows
@@ -111,8 +111,17 @@ def _combine(*parts):
     return total, None
 
 
+def _add_into(acc, part):
+    """Add one chunk's sums into a lane's accumulator (in place; for the resumable pass, :func:`fold_in_lanes`)."""
+    if acc[1] is not None or part[1] is not None:
+        return None, min(b for b in (acc[1], part[1]) if b is not None)
+    for key in acc[0]:
+        acc[0][key] += part[0][key]
+    return acc
+
+
 def lfl_fit_pass(X: da.Array, codes, n_classes: int, *, n_random: int, seed: int, density: float, robust: bool, out_group: str | None,
-                 precision: str = "auto"):
+                 precision: str = "auto", checkpoint=None):
     """Lazy one-pass LFL fit (**one pass** over X).
 
     Parameters
@@ -133,6 +142,10 @@ def lfl_fit_pass(X: da.Array, codes, n_classes: int, *, n_random: int, seed: int
         Dtype of each chunk's products ("auto": float32 for float32 data,
         float64 otherwise; see :func:`wideml.passes.chunkmath.work_dtype`).
         Means, centroids, offsets and sums across chunks are always float64.
+    checkpoint : wideml.runtime.checkpoint.PassCheckpoint, optional
+        Makes the pass resumable (needs ``out_group``): the chunk sums are
+        folded in lanes saved at the checkpoint interval, and a chunk a saved
+        lane holds is not read again (its centroids are already in ``out_group``).
 
     Returns
     -------
@@ -150,19 +163,25 @@ def lfl_fit_pass(X: da.Array, codes, n_classes: int, *, n_random: int, seed: int
     stripes, offsets = feature_stripes(X, direct=True)
     task = dask.delayed(_lfl_fit_chunk, pure=True)
     codes_d = shared(codes)
-    parts = [task(s, int(o), codes_d, n_classes, robust, seed, n_random, density, out_group, precision) for s, o in zip(stripes, offsets)]
+    args = [(s, int(o), codes_d, n_classes, robust, seed, n_random, density, out_group, precision) for s, o in zip(stripes, offsets)]
+    if checkpoint is not None and out_group is not None:
+        total = fold_in_lanes(_lfl_fit_chunk, args, _add_into, _combine, checkpoint=checkpoint)
+        return dask.delayed(_finish_fit, pure=True)(total)
+    parts = [task(*a) for a in args]
     total = tree_reduce(parts, _combine) if len(parts) > 1 else dask.delayed(_combine, pure=True)(parts[0])
 
-    def finish(total, *chunks):
-        stats, bad = total
-        if bad is not None:
-            raise nonfinite_error(bad)
-        if chunks:
-            stats["centroids"] = np.hstack([c[0]["cent"] for c in chunks])
-        return stats
-
     extra = parts if out_group is None else []
-    return dask.delayed(finish, pure=True)(total, *extra)
+    return dask.delayed(_finish_fit, pure=True)(total, *extra)
+
+
+def _finish_fit(total, *chunks):
+    """The summed statistics (raising on a non-finite entry), with the centroids of in-memory chunks stacked."""
+    stats, bad = total
+    if bad is not None:
+        raise nonfinite_error(bad)
+    if chunks:
+        stats["centroids"] = np.hstack([c[0]["cent"] for c in chunks])
+    return stats
 
 
 def _lfl_project_chunk(block, offset, cent_block, Dm, seed, k, density, precision="auto"):

@@ -1,12 +1,26 @@
 """Owner files: which process made a folder, so leftovers of dead runs can be removed safely.
 
 Every folder a wideml run writes aside (a ``.NAME.partial-*`` output, a
-``wideml-fit-*`` work folder, a checkpoint folder) holds an owner file,
-``.wideml-owner.json``, naming the host, the process id, the process's start
-time and its command line. A later run removes a leftover only when its owner
-is known to be gone: same host, and no process with that id and start time.
-A folder whose owner is alive, on another host (a shared filesystem) or not
-recorded is never touched.
+``wideml-fit-*`` work folder, a ``NAME.wideml-work`` checkpoint folder) holds an
+owner file, ``.wideml-owner.json``, naming the host, the boot, the process id
+namespace, the process id, the process's start time and its command line; a
+folder claimed inside a dask.distributed task also names the worker and the
+scheduler. The rule a later run applies (:func:`owner_alive`, :func:`abandoned`):
+
+- **owner gone** (the leftover is removed): same host and same process id
+  namespace, and no process with that id and start time runs; or the host has
+  rebooted since (another boot id). A worker-owned folder follows the same
+  rule: its owner is the worker process, and when that worker dies dask reruns
+  the task elsewhere, in a new folder (nested passes run inside the task,
+  :mod:`wideml.runtime.nested`), so nothing writes into the old one any more.
+- **owner alive or unknown** (kept): the process runs; or it ran on another
+  host (a shared filesystem: run ``wideml clean`` there), or in another process
+  id namespace (a container), where its pid cannot be looked up from here.
+- **no owner file**: a run claims a folder right after making it and releases
+  it only when it is done with it (a checkpoint folder kept for a rerun after
+  an interrupt). An empty folder (killed before its claim), or one holding
+  only a dead process's half-written owner file, is abandoned at once; any
+  other counts as abandoned once untouched for :data:`UNOWNED_GRACE` seconds.
 
 This module also keeps, per process, the folders that must not outlive an
 interrupted run (:func:`register_scratch`): the interrupt handler removes them
@@ -28,6 +42,9 @@ from typing import Iterable
 
 OWNER_FILE = ".wideml-owner.json"
 
+#: Seconds a leftover without an owner file must have been untouched before a sweep removes it.
+UNOWNED_GRACE = 10.0
+
 #: Folders of this process to remove if the run is interrupted (outputs written aside, work folders).
 _SCRATCH: set[str] = set()
 _LOCK = threading.Lock()
@@ -46,10 +63,47 @@ def _start_time(pid: int) -> float | None:
         return None
 
 
+def _boot_id() -> str | None:
+    """This boot of the host (Linux), or None."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
+def _pid_namespace() -> str | None:
+    """This process's pid namespace (Linux, e.g. ``'pid:[4026531836]'``), or None."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def _dask_worker() -> dict:
+    """``{"worker": ADDRESS, "scheduler": ADDRESS}`` inside a dask.distributed task, else ``{}``."""
+    if "distributed" not in sys.modules:
+        return {}
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+        return {"worker": str(worker.address), "scheduler": str(worker.scheduler.address)}
+    except Exception:  # noqa: BLE001 - not in a worker task (ValueError), or a worker without addresses
+        return {}
+
+
 def owner_record() -> dict:
-    """The owner record of this process: host, pid, start time, command line and the time now."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "start_time": _start_time(os.getpid()),
-            "argv": list(sys.argv), "time": time.time()}
+    """The owner record of this process.
+
+    Returns
+    -------
+    dict
+        ``host``, ``boot_id``, ``pid_ns``, ``pid``, ``start_time``, ``argv``,
+        ``time``, and inside a dask.distributed task ``worker`` and ``scheduler``.
+    """
+    return {"host": socket.gethostname(), "boot_id": _boot_id(), "pid_ns": _pid_namespace(), "pid": os.getpid(),
+            "start_time": _start_time(os.getpid()), "argv": list(sys.argv), "time": time.time(), **_dask_worker()}
 
 
 def claim(folder: str | os.PathLike) -> None:
@@ -98,6 +152,12 @@ def owner_alive(folder: str | os.PathLike) -> bool | None:
     record = read_owner(folder)
     if record is None or record.get("host") != socket.gethostname():
         return None
+    boot = _boot_id()
+    if record.get("boot_id") and boot and record["boot_id"] != boot:
+        return False  # the host rebooted since: every process of that boot is gone
+    namespace = _pid_namespace()
+    if record.get("pid_ns") and namespace and record["pid_ns"] != namespace:
+        return None  # a process of another pid namespace (a container): its pid means nothing here
     try:
         pid, started = int(record["pid"]), record.get("start_time")
     except (KeyError, TypeError, ValueError):
@@ -110,8 +170,82 @@ def owner_alive(folder: str | os.PathLike) -> bool | None:
     return abs(now - float(started)) < 0.5
 
 
-def sweep(parent: str | os.PathLike, patterns: Iterable[str]) -> list[Path]:
-    """Remove the entries of ``parent`` matching ``patterns`` whose owner is gone.
+def _idle_seconds(folder: Path) -> float:
+    """Seconds since ``folder`` (its own entry list) last changed."""
+    try:
+        return time.time() - folder.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _claim_in_progress(folder: Path) -> bool | None:
+    """For a folder without an owner file: None if it holds anything but half-written owner files, else whether
+    a process writing one (the pid in its name) still runs."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    prefix = OWNER_FILE + "."
+    if not all(name.startswith(prefix) and name.endswith(".tmp") for name in names):
+        return None
+    pids = [name[len(prefix):-len(".tmp")] for name in names]
+    return any(pid.isdigit() and _start_time(int(pid)) is not None for pid in pids)
+
+
+def abandoned(folder: str | os.PathLike) -> bool:
+    """Whether ``folder`` may be removed.
+
+    True when its owner is gone; or, without an owner file, when it is empty
+    (a run killed between making and claiming it; a live run's :func:`claim`
+    makes it again if it is removed under it) or holds only a dead process's
+    half-written owner file, or was untouched for :data:`UNOWNED_GRACE` s.
+    """
+    folder = Path(folder)
+    alive = owner_alive(folder)
+    if alive is False:
+        return True
+    if alive is True or (folder / OWNER_FILE).exists():
+        return False
+    claiming = _claim_in_progress(folder)
+    if claiming is not None:
+        return not claiming
+    return _idle_seconds(folder) > UNOWNED_GRACE
+
+
+def remove_abandoned(folder: str | os.PathLike) -> bool:
+    """Remove ``folder`` if it is :func:`abandoned`; returns whether it is gone.
+
+    An empty folder is removed with ``rmdir``, which fails if its run claims
+    it meanwhile; anything else is checked again right before it is removed.
+    """
+    folder = Path(folder)
+    if not abandoned(folder):
+        return False
+    try:
+        os.rmdir(folder)
+        return True
+    except OSError:
+        pass
+    if not abandoned(folder):
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return not folder.exists()
+
+
+def candidates(parent: str | os.PathLike, patterns: Iterable[str]) -> list[Path]:
+    """The folders directly in ``parent`` whose names match ``patterns`` (symlinks and files excluded)."""
+    parent = Path(parent)
+    patterns = tuple(patterns)
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        return []
+    paths = (parent / name for name in names if any(fnmatch.fnmatchcase(name, pat) for pat in patterns))
+    return [path for path in paths if not path.is_symlink() and path.is_dir()]
+
+
+def sweep(parent: str | os.PathLike, patterns: Iterable[str], keep: Iterable[str | os.PathLike] = ()) -> list[Path]:
+    """Remove the entries of ``parent`` matching ``patterns`` that are :func:`abandoned`.
 
     Parameters
     ----------
@@ -119,27 +253,18 @@ def sweep(parent: str | os.PathLike, patterns: Iterable[str]) -> list[Path]:
         The folder to look in (not recursive); a missing folder is empty.
     patterns : iterable of str
         Shell patterns of names, e.g. ``".*.partial-*"`` or ``"wideml-fit-*"``.
+    keep : iterable of path-like, optional
+        Entries never to remove (e.g. the checkpoint folder the running command resumes from).
 
     Returns
     -------
     list of Path
         What was removed. Entries whose owner is alive or unknown are kept.
     """
-    parent = Path(parent)
-    patterns = tuple(patterns)
-    try:
-        names = sorted(os.listdir(parent))
-    except OSError:
-        return []
+    kept = {os.path.abspath(k) for k in keep}
     removed = []
-    for name in names:
-        if not any(fnmatch.fnmatchcase(name, pat) for pat in patterns):
-            continue
-        path = parent / name
-        if path.is_symlink() or not path.is_dir() or owner_alive(path) is not False:
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        if not path.exists():
+    for path in candidates(parent, patterns):
+        if os.path.abspath(path) not in kept and remove_abandoned(path):
             removed.append(path)
     return removed
 

@@ -167,16 +167,24 @@ def describe_scheduler() -> str:
     return f"threads ({thread_count()} threads)"
 
 
-def announce_scheduler() -> None:
-    """Print ``wideml: scheduler ...`` (:func:`describe_scheduler`) on stderr when progress displays are on.
+def announce_scheduler(explicit: bool = False) -> None:
+    """Print ``wideml: scheduler ...`` (:func:`describe_scheduler`) on stderr.
 
-    It belongs with the progress bars (``--progress``, or ``auto`` on a
-    terminal): with ``--no-progress`` stderr keeps to warnings and the one
-    error sentence.
+    Printed when the scheduler was chosen explicitly (``explicit``: the
+    ``--scheduler`` option), when it is a dask.distributed cluster (work leaves
+    this process: say where it goes), or with the progress bars (``--progress``,
+    or ``auto`` on a terminal). A default threaded run with ``--no-progress``
+    keeps stderr to warnings and the one error sentence. The line is not an
+    error line: a refused run still prints exactly one ``wideml: error:`` line.
+
+    Parameters
+    ----------
+    explicit : bool, default False
+        The user named the scheduler.
     """
     import sys
 
     from wideml.runtime.compute import _progress_enabled
 
-    if _progress_enabled():
+    if explicit or active_client() is not None or _progress_enabled():
         print(f"wideml: scheduler {describe_scheduler()}", file=sys.stderr)

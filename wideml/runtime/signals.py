@@ -90,8 +90,20 @@ def say(line: str, after_progress: bool = False) -> None:
 
 
 @contextlib.contextmanager
-def interrupts_raise() -> Iterator[None]:
-    """Within the block, SIGINT and SIGTERM raise :class:`Interrupted` (main thread only; elsewhere a no-op)."""
+def interrupts_raise(then_ignore: bool = False) -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise :class:`Interrupted` (main thread only; elsewhere a no-op).
+
+    Parameters
+    ----------
+    then_ignore : bool, default False
+        For a process that exits once the block ends (the CLI): after a block
+        that ended normally (its outputs are complete or refused), SIGINT and
+        SIGTERM are ignored instead of the previous handlers coming back, so a
+        late signal cannot turn the exit into a kill by the default handler.
+        (``SIG_IGN`` is kept through interpreter shutdown, where Python puts
+        its own handlers back to the default.) Without it the previous
+        handlers come back.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -99,8 +111,10 @@ def interrupts_raise() -> Iterator[None]:
     _State.received = None
     for sig in EXIT_STATUS:
         signal.signal(sig, _handler)
+    finished = False
     try:
         yield
+        finished = True
     finally:
         for sig, old in previous.items():
-            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+            signal.signal(sig, signal.SIG_IGN if finished and then_ignore else (old if old is not None else signal.SIG_DFL))

@@ -6,6 +6,7 @@ import json
 import os
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from wideml.exceptions import PerformanceWarning, StoreError
 from wideml.storage import schema
 from wideml.storage.integrity import check_hdf5_complete, check_layout_complete, chunk_layout
 from wideml.storage.reader import DIRECT_READERS, HDF5Reader, ZarrReader
+from wideml.storage.spatial import MASK_NAME, check_spatial_record
 
 #: Values of the store attribute ``missing_chunks``: "error" (the default: a missing chunk of X is an
 #: error naming it) or "fill" (the store says missing chunks mean the fill value, as zarr reads them).
@@ -75,6 +77,28 @@ class FeatureStore:
     def nbytes(self) -> int:
         return int(self.X.nbytes)
 
+    @cached_property
+    def spatial(self):
+        """The image space of the features (:class:`wideml.storage.spatial.SpatialReference`), or None.
+
+        Read on first use (the ``mask`` array is grid-sized): grid shape,
+        affine, header fields and, for a masked store, the boolean mask
+        (feature ``j`` is the ``j``-th voxel of the mask in C order).
+        """
+        from wideml.storage.spatial import SPATIAL_ATTR, read_spatial
+
+        if self.attrs.get(SPATIAL_ATTR) is None:
+            return None
+        where = f"the store at {self.path}"
+        if self.format == "hdf5":
+            import h5py
+
+            with h5py.File(self.path, "r") as handle:
+                return read_spatial(handle, self.attrs, where)
+        import zarr
+
+        return _zarr_call(self.path, lambda: read_spatial(zarr.open_group(str(self.path), mode="r"), self.attrs, where))
+
     def class_counts(self) -> dict[Any, int]:
         """Number of samples per label, in sorted label order (empty if unlabelled)."""
         if self.y is None:
@@ -96,6 +120,7 @@ class FeatureStore:
             "codec": self.codec,
             "class_counts": {str(k): v for k, v in self.class_counts().items()},
             "feature_shape": list(self.feature_shape) if self.feature_shape else None,
+            "spatial": self.spatial.describe() if self.spatial is not None else None,
             "has_sample_ids": self.sample_ids is not None,
             "has_feature_ids": self.feature_ids is not None,
             "source": self.attrs.get("source"),
@@ -143,6 +168,10 @@ def format_summary(info: dict[str, Any]) -> str:
         lines.append("classes     unlabelled")
     if info["feature_shape"]:
         lines.append(f"feature     shape {tuple(info['feature_shape'])}")
+    if info.get("spatial"):
+        from wideml.storage.spatial import describe_line
+
+        lines.append(f"space       {describe_line(info['spatial'])}")
     if "missing_chunks" in info:
         present = ("missing chunks of X read as the fill value (the store says so: missing_chunks = 'fill')"
                    if info["missing_chunks"] == "fill" else "every chunk of X present")
@@ -232,7 +261,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
             keys = {k for k in handle.keys() if isinstance(handle[k], h5py.Dataset)}
             arrays = {k: handle[k] for k in keys}
             meta = {k: (a.shape, a.dtype, a.chunks or a.shape) for k, a in arrays.items()}
-            small = {k: arrays[k][()] for k in keys if k != schema.X_NAME}
+            small = {k: arrays[k][()] for k in keys if k not in (schema.X_NAME, MASK_NAME)}  # the mask is read lazily
             for name, dataset in arrays.items():  # labels and ids are never filled: a missing chunk there is an error
                 if name != schema.X_NAME or attrs.get("missing_chunks") != "fill":
                     check_hdf5_complete(dataset, f"{name} of the store at {path}")
@@ -253,7 +282,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
     if fmt == "zarr":
         xa = get(schema.X_NAME)
         shape, dtype, chunks = xa.shape, xa.dtype, xa.chunks
-        smalls = {k: _zarr_call(path, lambda k=k: np.asarray(get(k)[...])) for k in keys if k != schema.X_NAME}
+        smalls = {k: _zarr_call(path, lambda k=k: np.asarray(get(k)[...])) for k in keys if k not in (schema.X_NAME, MASK_NAME)}
     else:
         shape, dtype, chunks = meta[schema.X_NAME]
         smalls = small
@@ -306,6 +335,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
             stacklevel=2,
         )
     feature_shape = _feature_shape(path, attrs.get("feature_shape"), p)
+    check_spatial_record(attrs, keys, p, f"the store at {path}")
     return FeatureStore(
         path=path,
         format=fmt,

@@ -9,15 +9,20 @@ Sources
 * a zarr array directory (v3 or v2; a v2 group holding ``X`` means that array);
 * a CSV/TSV file (optionally ``.gz``): one row per sample, an optional header,
   optional label and id columns;
-* a folder of per-sample files: one ``.npy`` array or one NIfTI volume
-  (``.nii``/``.nii.gz``, needs ``wideml[neuro]``) per sample; the per-sample
-  shape is kept as ``feature_shape``.
+* a folder of per-sample files: one ``.npy`` array per sample (its shape kept
+  as ``feature_shape``), or NIfTI images (``.nii``/``.nii.gz``, needs
+  ``wideml[neuro]``): 3-D volumes (one sample each) and 4-D series (one sample
+  per volume, ids ``<stem>:<t>``), all on one grid and affine, optionally
+  masked (``mask=FILE`` or ``"auto"``); the store keeps the spatial reference
+  (grid, affine, header fields, mask). See :mod:`wideml.storage.nifti_ingest`.
 
 Labels come from an array, a labels file (CSV/TSV with ``label`` or
 ``id,label`` columns, ``.npy``, ``file.h5:/y`` or a zarr array directory) or a CSV source's label
 column; ``labels=None`` makes an unlabelled store (for prediction only). For a
 folder, a two-column labels file names the files (or their stems) and so
-chooses the samples and their order.
+chooses the samples and their order; with ``label_column`` the labels file is
+a table with a header (a BIDS ``participants.tsv``) matched to the files by
+subject id (``sub-XX`` in the file name; :mod:`wideml.storage.participants`).
 
 Memory design
 -------------
@@ -136,6 +141,8 @@ def ingest(
     checksum: bool | None = None,
     allow_lossy_cast: bool = False,
     missing_chunks_are_fill: bool = False,
+    mask=None,
+    drop_unlabelled: bool = False,
     overwrite: bool = False,
 ) -> Path:
     """Write ``source`` to a new feature store with full-height feature chunks, in bounded memory.
@@ -153,7 +160,9 @@ def ingest(
         ``file.h5:/y``). None (and no ``label_column``) makes an unlabelled store.
     label_column, id_column : int or str, optional
         For a CSV source: the column (header name or 0-based index) with the
-        labels / sample ids; they are not features.
+        labels / sample ids; they are not features. For a folder: the columns
+        of the ``labels`` table (id default ``participant_id`` when present,
+        else the first column), matched to files by subject id.
     dataset : str, optional
         Dataset inside an HDF5 source.
     header : {"auto", True, False}
@@ -183,6 +192,14 @@ def ingest(
         Missing chunks of a zarr/HDF5 source mean the fill value (as zarr reads
         them); the new store records the same (``missing_chunks: "fill"``).
         Without it a missing chunk of the source is an error naming it.
+    mask : None, "auto" or path-like, optional
+        Folder of NIfTI images only: keep the voxels non-zero (and finite) in
+        this NIfTI mask (same grid and affine as the volumes), or ``"auto"``:
+        the voxels non-zero in every sample (one extra bounded-memory pass).
+        X then holds ``volume[mask]`` per sample.
+    drop_unlabelled : bool, default False
+        With a participants table: leave out files whose subject has no row or
+        a missing label (``n/a``) instead of refusing them.
     overwrite : bool, default False
         Replace an existing ``out``.
 
@@ -199,10 +216,18 @@ def ingest(
     """
     check_output(out, overwrite)
     kind, obj = _source_kind(source)
-    if label_column is not None and kind != "csv":
-        raise WidemlError("--label-column (label_column) only applies to a CSV source; give the labels with --labels FILE instead.")
-    if id_column is not None and kind != "csv":
-        raise WidemlError("--id-column (id_column) only applies to a CSV source; give sample ids in a two-column labels file instead.")
+    if label_column is not None and kind not in ("csv", "folder"):
+        raise WidemlError("--label-column (label_column) only applies to a CSV source or a folder; give the labels with --labels FILE instead.")
+    if id_column is not None and kind not in ("csv", "folder"):
+        raise WidemlError("--id-column (id_column) only applies to a CSV source or a folder; give sample ids in a two-column labels file instead.")
+    if kind == "folder" and labels is None and (label_column is not None or id_column is not None):
+        raise WidemlError("for a folder, --label-column and --id-column name columns of the labels table; give it with --labels FILE.")
+    if kind == "folder" and id_column is not None and label_column is None:
+        raise WidemlError("--id-column needs --label-column (the labels table's label column) for a folder; give both.")
+    if mask is not None and kind != "folder":
+        raise WidemlError("--mask (mask) only applies to a folder of NIfTI volumes; drop it.")
+    if drop_unlabelled and (kind != "folder" or label_column is None):
+        raise WidemlError("--drop-unlabelled only applies to a folder with a labels table (--labels FILE --label-column NAME); drop it.")
     if dataset is not None and kind != "hdf5":
         raise WidemlError("--dataset only applies to an HDF5 source; drop it or give an .h5 file.")
     common = dict(feature_chunk=feature_chunk, memory_limit=memory_limit, overwrite=overwrite, compressor=compressor,
@@ -225,8 +250,20 @@ def ingest(
         )
 
     if kind == "folder":
-        label_ids, y = (None, None) if labels is None else read_labels(labels)
+        table = (labels, label_column, id_column) if label_column is not None else None
+        label_ids, y = (None, None) if labels is None or table else read_labels(labels)
         fkind, files, stems = folder_samples(obj, label_ids)
+        if fkind == "nifti":
+            from wideml.storage.nifti_ingest import ingest_nifti_folder
+
+            return ingest_nifti_folder(
+                obj, files, out, y=y, y_per_file=label_ids is not None, table=table, drop_unlabelled=drop_unlabelled,
+                mask=mask, dtype=dtype, sample_ids=sample_ids, feature_ids=feature_ids, allow_lossy_cast=allow_lossy_cast,
+                **common,
+            )
+        if mask is not None or table is not None:
+            raise WidemlError(f"--mask and --label-column apply to folders of NIfTI volumes, and {str(obj)!r} holds .npy files; "
+                              "give a labels file with one or two columns (file name, label) and no mask.")
         if y is not None:
             y = validate_labels(y, len(files))
         shape, src_dtype = probe(files[0], fkind)

@@ -6,6 +6,10 @@ into volumes with ``numpy.reshape(v, feature_shape)``). NIfTI volumes need
 nibabel (``pip install wideml[neuro]``); their scaling (slope/intercept) is
 applied. The files are read by :class:`FileRows`, a picklable block reader, so
 blocks of samples are read in parallel on the active scheduler.
+
+Folders of NIfTI images are ingested by :mod:`wideml.storage.nifti_ingest`
+(3-D and 4-D files, masks, the spatial reference, labels by subject id); this
+module lists their files and provides :func:`probe` for size estimates.
 """
 
 from __future__ import annotations

@@ -94,7 +94,8 @@ def read_labels_file(path: str | os.PathLike, delimiter: str | None = None) -> t
     width = len(rows[0])
     if width not in (1, 2):
         raise WidemlError(
-            f"labels file {str(path)!r} has {width} columns; give one column (label) or two (sample id or file name, label)."
+            f"labels file {str(path)!r} has {width} columns; name the label column with --label-column NAME "
+            "(label_column=) and, if needed, the id column with --id-column, or give one column (label) or two (id, label)."
         )
     for i, row in enumerate(rows, 1):
         if len(row) != width:
@@ -206,7 +207,8 @@ def match_files(files: list[Path], ids: np.ndarray, stem) -> list[Path]:
             out.append(f)
     if missing:
         shown = ", ".join(missing[:3]) + (" ..." if len(missing) > 3 else "")
-        raise WidemlError(f"{len(missing)} sample(s) in the labels file have no file in the folder ({shown}); fix the names or add the files.")
+        raise WidemlError(f"{len(missing)} sample(s) in the labels file have no file in the folder ({shown}); fix the names or add the files "
+                          "(to match a participants table by subject id, sub-XX in the file names, name its label column with --label-column).")
     seen: set[Path] = set()
     for f in out:
         if f in seen:

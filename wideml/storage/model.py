@@ -2,8 +2,9 @@
 
 A model group holds JSON attrs under ``wideml`` (schema, version, estimator
 class name, params, state, package version, provenance, the feature layout
-the model was trained on) and named arrays: small ones (n- or K-sized) and
-p-sized ones chunked like X. Writes are atomic, and every chunk is written
+the model was trained on, and its spatial reference / feature ids when the
+training store had them: :mod:`wideml.storage.model_space`) and named arrays:
+small ones (n- or K-sized) and p-sized ones chunked like X. Writes are atomic, and every chunk is written
 (even an all-zero one), so a missing chunk file always means damage.
 
 This module only writes and reads groups and checks the schema name and
@@ -60,7 +61,7 @@ def jsonable(value: Any) -> Any:
 
 
 def write_model(path: str | os.PathLike, *, estimator: str, params: dict, state: dict, arrays: dict, overwrite: bool = False,
-                provenance: dict | None = None, feature_layout: dict | None = None) -> Path:
+                provenance: dict | None = None, feature_layout: dict | None = None, space=None) -> Path:
     """Write a model group atomically (write aside, then rename); no pickle.
 
     Parameters
@@ -75,6 +76,10 @@ def write_model(path: str | os.PathLike, *, estimator: str, params: dict, state:
         numpy or dask arrays; dask arrays are streamed chunk by chunk.
     overwrite : bool, default False
     provenance, feature_layout : dict, optional
+    space : FeatureLayout, optional
+        The training layout; when it carries a spatial reference or feature
+        ids (:class:`~wideml.storage.model_space.TrainingLayout`) they are
+        written too (attrs entries plus the ``mask`` / ``feature_ids`` arrays).
 
     Returns
     -------
@@ -99,6 +104,10 @@ def write_model(path: str | os.PathLike, *, estimator: str, params: dict, state:
         group = zarr.create_group(store=str(tmp), zarr_format=3)
         for name, arr in arrays.items():
             _write_array(group, name, arr)
+        if space is not None:
+            from wideml.storage.model_space import write_model_space
+
+            attrs.update(write_model_space(group, space))
         group.attrs[schema.ATTRS_KEY] = attrs
     return Path(path)
 

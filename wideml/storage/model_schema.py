@@ -213,7 +213,9 @@ def check_model_contents(schema: ModelSchema, state: Any, group, group_path: str
         _bind(dims, symbol, int(value), f"state.{key}")
     for symbol, value in (fixed or {}).items():
         _bind(dims, symbol, int(value), symbol)
-    present = set(group.array_keys())
+    from wideml.storage.model_space import SPACE_ARRAYS
+
+    present = set(group.array_keys()) - set(SPACE_ARRAYS)  # the mask and feature ids: checked by read_model_space
     unknown = sorted(present - set(schema.arrays))
     if unknown:
         raise SchemaViolation(f"it holds the unknown array {unknown[0]!r}")

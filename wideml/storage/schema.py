@@ -1,7 +1,8 @@
 """Names and versions of the on-disk layouts (DESIGN.md §3 and §6)."""
 
 FEATURE_STORE_SCHEMA = "wideml.feature-store"
-FEATURE_STORE_VERSION = 2  # 2: stores record "complete": true once every chunk is written
+FEATURE_STORE_VERSION = 3  # 2: stores record "complete": true once every chunk is written;
+#                            3: image stores keep a "spatial_reference" (and a "mask" array); v1/v2 stores still open
 MODEL_SCHEMA = "wideml.model"
 MODEL_VERSION = 1
 

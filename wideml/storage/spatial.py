@@ -149,6 +149,13 @@ class SpatialReference:
                 pass
         return cls(tuple(img.shape[:3]), np.asarray(img.affine), header, mask)
 
+    def describe(self) -> dict:
+        """JSON summary for ``wideml info``: grid, voxel sizes (and unit), mask voxel count (None: no mask)."""
+        units = {1: "m", 2: "mm", 3: "um"}.get(int(self.header.get("xyzt_units", 0)) & 7)
+        return {"grid": list(self.grid_shape), "voxel_size": self.header.get("zooms"), "unit": units,
+                "mask_voxels": int(self.mask.sum()) if self.mask is not None else None,
+                "grid_voxels": int(np.prod(self.grid_shape))}
+
     # ---------------------------------------------------------------- on disk
     def to_attrs(self) -> dict:
         """JSON-able description (the mask itself is stored as the array :data:`MASK_NAME`)."""
@@ -216,3 +223,34 @@ def read_spatial(handle, attrs: dict, where: str) -> SpatialReference | None:
         except Exception as exc:  # noqa: BLE001 - corrupt chunks surface as many types
             raise StoreError(f"{where} has an unreadable '{MASK_NAME}' array ({type(exc).__name__}); recreate it.") from None
     return SpatialReference.from_attrs(doc, mask, where)
+
+
+def describe_line(info: dict) -> str:
+    """One line of :meth:`SpatialReference.describe` for ``wideml info``."""
+    grid = " x ".join(str(g) for g in info["grid"])
+    line = f"grid {grid}"
+    if info.get("voxel_size"):
+        sizes = " x ".join(f"{float(z):g}" for z in info["voxel_size"])
+        line += f", voxel size {sizes}{(' ' + info['unit']) if info.get('unit') else ''}"
+    if info.get("mask_voxels") is None:
+        return line + f", no mask (all {info['grid_voxels']} voxels are features)"
+    return line + f", mask of {info['mask_voxels']} voxels (of {info['grid_voxels']})"
+
+
+def check_spatial_record(attrs: dict, array_names, n_features: int, where: str) -> None:
+    """From metadata only: a recorded spatial reference counts ``n_features`` and has its mask array.
+
+    Raises
+    ------
+    StoreError
+        Naming ``where`` when the record and X disagree.
+    """
+    doc = attrs.get(SPATIAL_ATTR)
+    if doc is None:
+        return
+    counted = doc.get("n_features") if isinstance(doc, dict) else None
+    if counted != n_features:
+        raise StoreError(f"{where} has a spatial_reference for {counted!r} features but X has {n_features}; "
+                         "it is inconsistent — recreate it with `wideml ingest`.")
+    if doc.get("mask") is not None and MASK_NAME not in array_names:
+        raise StoreError(f"{where} records a mask but has no '{MASK_NAME}' array; recreate it with `wideml ingest`.")

@@ -162,6 +162,7 @@ def create_store(
     sample_ids=None,
     feature_ids=None,
     feature_shape: tuple[int, ...] | None = None,
+    spatial=None,
     source: str | None = None,
     compressor: str | None = None,
     checksum: bool | None = None,
@@ -189,6 +190,11 @@ def create_store(
     sample_ids, feature_ids : array-like, optional
     feature_shape : tuple of int, optional
         Per-sample shape whose product is ``n_features``.
+    spatial : wideml.storage.spatial.SpatialReference, optional
+        The image space of the features (grid, affine, header fields, mask);
+        recorded as the ``spatial_reference`` attribute plus a ``mask`` array
+        when masked (:func:`wideml.storage.spatial.write_spatial`). Its number
+        of features must be ``n_features``.
     source : str, optional
         Provenance recorded in the attrs.
     compressor : {"none", "zstd", "lz4"}, optional
@@ -223,6 +229,8 @@ def create_store(
         feature_shape = tuple(int(s) for s in feature_shape)
         if int(np.prod(feature_shape)) != n_features:
             raise WidemlError(f"feature_shape {feature_shape} has {int(np.prod(feature_shape))} elements but X has {n_features} features; fix the shape.")
+    if spatial is not None and spatial.n_features != n_features:
+        raise WidemlError(f"the spatial reference has {spatial.n_features} features but X has {n_features}; give the mask the data came from.")
     fc = int(feature_chunk or default_feature_chunk(n_samples, n_features, dtype.itemsize))
     fc = max(1, min(fc, n_features))
     sc = int(max(1, min(sample_chunk or n_samples, n_samples)))
@@ -257,6 +265,10 @@ def create_store(
             import zarr
 
             group = zarr.create_group(store=str(tmp), zarr_format=3)
+            if spatial is not None:
+                from wideml.storage.spatial import SPATIAL_ATTR, write_spatial
+
+                attrs[SPATIAL_ATTR] = write_spatial(group, spatial)
             group.attrs[schema.ATTRS_KEY] = attrs
             codecs = [c for c in (_compressor_for(compressor),) if c is not None]
             if checksum:
@@ -277,6 +289,10 @@ def create_store(
             import h5py
 
             handle = h5py.File(tmp, "w")
+            if spatial is not None:
+                from wideml.storage.spatial import SPATIAL_ATTR, write_spatial
+
+                attrs[SPATIAL_ATTR] = write_spatial(handle, spatial)
             handle.attrs[schema.ATTRS_KEY] = json.dumps(attrs)
             comp = None if (compressor or "none") == "none" else "gzip"
             x = handle.create_dataset(schema.X_NAME, shape=(n_samples, n_features), chunks=(sc, fc), dtype=dtype,
