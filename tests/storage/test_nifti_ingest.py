@@ -188,3 +188,30 @@ def test_two_column_labels_naming_files_label_every_volume_of_a_4d_file(scans, t
     np.testing.assert_array_equal(store.X.compute(), scans.vols[[3, 0, 1, 2]].reshape(4, -1))
     np.testing.assert_array_equal(store.y, [1, 0, 0, 0])
     np.testing.assert_array_equal(store.sample_ids, ["single", "run1:0", "run1:1", "run1:2"])
+
+
+@pytest.mark.parametrize("memory", [None, TIGHT], ids=["in-memory", "two-stage"])
+def test_scaled_integer_volumes_equal_nibabel_values_at_the_mask_and_auto_mask_sees_the_intercept(tmp_path, memory):
+    """int16 files with a slope and an intercept: rows are nibabel's scaled values at the mask (the
+    reader scales only the kept voxels), and a stored 0 with a non-zero intercept is not 'outside'."""
+    rng = np.random.default_rng(3)
+    aff = rotated_affine()
+    folder = tmp_path / "scans"
+    folder.mkdir()
+    mask = rng.random(GRID) < 0.5
+    for i in range(6):
+        raw = rng.integers(-300, 300, size=GRID).astype(np.int16)
+        raw[0, 0, 0] = 0  # stored zero, value = intercept
+        img = nib.Nifti1Image(raw, aff)
+        img.header.set_slope_inter(0.0123 * (i + 1), 5.5)
+        nib.save(img, folder / f"sub-{i:02d}_T1w.nii.gz")
+    mask_file = save(nib, mask.astype(np.uint8), aff, tmp_path / "mask.nii.gz")
+    truth = [nib.load(folder / f"sub-{i:02d}_T1w.nii.gz").get_fdata() for i in range(6)]
+    y = np.arange(6) % 2
+    ingest(folder, tmp_path / "m.zarr", labels=y, mask=mask_file, memory_limit=memory)
+    np.testing.assert_array_equal(open_store(tmp_path / "m.zarr").X.compute(),
+                                  np.stack([t[mask] for t in truth]).astype(np.float32))
+    ingest(folder, tmp_path / "a.zarr", labels=y, mask="auto", memory_limit=memory)
+    auto = open_store(tmp_path / "a.zarr").spatial.mask
+    np.testing.assert_array_equal(auto, np.all([np.isfinite(t) & (t != 0) for t in truth], axis=0))
+    assert auto[0, 0, 0]  # 0 stored, 5.5 meant

@@ -106,7 +106,7 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
     spatial = None
     if isinstance(X, FeatureStore):
         source = {"store": str(X.path), "format": X.format}
-        spatial = store_spatial(X)
+        spatial = X.spatial
         layout = with_space(layout, spatial, X.feature_ids)
         if y is None:
             y = X.y
@@ -134,24 +134,6 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
     classes, codes = np.unique(y, return_inverse=True)
     return FitInput(regular_feature_chunks(Xd), y, classes, codes.astype(np.int64).ravel(), numpy_X is not None, numpy_X, source, layout,
                     spatial)
-
-
-def store_spatial(store: FeatureStore) -> SpatialReference | None:
-    """The spatial reference of a store (``FeatureStore.spatial``; read directly from older FeatureStore objects)."""
-    if hasattr(type(store), "spatial"):
-        return store.spatial
-    from wideml.storage.spatial import SPATIAL_ATTR, read_spatial
-
-    if store.attrs.get(SPATIAL_ATTR) is None:
-        return None
-    if store.format == "hdf5":
-        import h5py
-
-        with h5py.File(store.path, "r") as handle:
-            return read_spatial(handle, store.attrs, f"the store at {store.path}")
-    import zarr
-
-    return read_spatial(zarr.open_group(str(store.path), mode="r"), store.attrs, f"the store at {store.path}")
 
 
 def _one_column(y):

@@ -87,9 +87,13 @@ def load_mask_file(path, space: SpatialReference) -> np.ndarray:
 def _and_of_group(samples, start: int, stop: int, grid: tuple[int, ...], slab: int) -> np.ndarray:
     """Task: packed bits of the voxels non-zero and finite in every sample ``start:stop``."""
     acc = np.ones(grid, dtype=bool)
-    for _, path, data in iter_slabs(samples, start, stop, slab):
+    for _, path, data, scaling in iter_slabs(samples, start, stop, slab):
         if tuple(data.shape[:3]) != grid:
             raise WidemlError(f"NIfTI file {path!r} has grid {tuple(data.shape[:3])} but the first file has {grid}; resample it.")
+        if scaling is not None:  # the stored integers still need the file's slope and intercept
+            from nibabel.volumeutils import apply_read_scaling
+
+            data = apply_read_scaling(data, *scaling)
         acc &= _inside(data).all(axis=3)
     return np.packbits(acc.ravel())
 

@@ -152,7 +152,11 @@ def slab_volumes(grid: tuple[int, ...], budget: int | None = None) -> int:
 
 
 def iter_slabs(samples: list[tuple[str, int]], start: int, stop: int, slab: int):
-    """Read samples ``start:stop`` as ``(first_row, path, data)`` with ``data`` of shape grid + (k,).
+    """Read samples ``start:stop`` as ``(first_row, path, data, scaling)`` with ``data`` of shape grid + (k,).
+
+    ``scaling`` is None when ``data`` holds the volume's values, else the
+    ``(slope, intercept)`` still to apply (with
+    ``nibabel.volumeutils.apply_read_scaling``) to the voxels the caller keeps.
 
     Consecutive volumes of one 4-D file are read together (at most ``slab``
     at a time), so a compressed series is decompressed once per slab, not once
@@ -168,12 +172,18 @@ def iter_slabs(samples: list[tuple[str, int]], start: int, stop: int, slab: int)
                 j += 1
         try:
             proxy = nib.load(path).dataobj
-            data = np.asanyarray(proxy)[..., None] if t < 0 else np.asanyarray(proxy[..., t : t + (j - i)])
+            scaling = None
+            if t < 0 and hasattr(proxy, "get_unscaled"):
+                # a 3-D file: keep the stored integers and scale only the voxels kept (nibabel's own
+                # rule, apply_read_scaling), instead of a float64 copy of the whole grid
+                data, scaling = np.asanyarray(proxy.get_unscaled())[..., None], (proxy.slope, proxy.inter)
+            else:
+                data = np.asanyarray(proxy)[..., None] if t < 0 else np.asanyarray(proxy[..., t : t + (j - i)])
         except WidemlError:
             raise
         except Exception as exc:  # noqa: BLE001 - nibabel raises many types for bad files
             raise WidemlError(f"cannot read NIfTI file {path!r} ({type(exc).__name__}: {exc}); check the file.") from None
-        yield i, path, data
+        yield i, path, data, scaling
         del data
         i = j
 
@@ -230,7 +240,7 @@ class NiftiRows:
 
         mask = self.mask()
         out = np.empty((r1 - r0, self.p), dtype=self.dtype)
-        for i, path, data in iter_slabs(self.samples, r0, r1, self.slab):
+        for i, path, data, scaling in iter_slabs(self.samples, r0, r1, self.slab):
             if tuple(data.shape[:3]) != self.grid:
                 raise WidemlError(f"NIfTI file {path!r} has grid {tuple(data.shape[:3])} but the first file has {self.grid}; "
                                   "every volume must share one grid — resample it.")
@@ -238,6 +248,10 @@ class NiftiRows:
                 raise WidemlError(f"NIfTI file {path!r} holds {data.dtype} values, which are not real numbers; convert it to floats.")
             k = data.shape[3]
             rows = (data[mask] if mask is not None else data.reshape(-1, k)).T  # (k, p), C order of the voxels
+            if scaling is not None:
+                from nibabel.volumeutils import apply_read_scaling
+
+                rows = apply_read_scaling(rows, *scaling)
             out[i - r0 : i - r0 + k] = checked_cast(rows, self.dtype, source=repr(path), allow_lossy=self.allow_lossy_cast, row0=i)
             del rows
         return out
