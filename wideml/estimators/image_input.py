@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from wideml.exceptions import WidemlError
+from wideml.storage.masking import inside, mask_of_image
 from wideml.storage.spatial import SpatialReference
 
 _FIX_SPACE = "resample it to the first image (e.g. nilearn.image.resample_to_img)"
@@ -89,12 +90,6 @@ def _n_volumes(img) -> int:
     return int(img.shape[3]) if len(img.shape) >= 4 else 1
 
 
-def _inside(values: np.ndarray) -> np.ndarray:
-    """The mask convention of ``wideml ingest --mask``: non-zero and finite (NaN counts as outside)."""
-    values = np.asarray(values)
-    return (np.isfinite(values) & (values != 0)) if values.dtype.kind == "f" else values != 0
-
-
 def resolve_mask(mask: Any, space: SpatialReference) -> np.ndarray | None:
     """The boolean mask on ``space``'s grid from a nibabel image, a path, a bool array or a fitted NiftiMasker.
 
@@ -120,21 +115,13 @@ def resolve_mask(mask: Any, space: SpatialReference) -> np.ndarray | None:
     if isinstance(mask, np.ndarray):
         if mask.shape != space.grid_shape:
             raise WidemlError(f"the mask array has shape {mask.shape} but the images' grid is {space.grid_shape}; give a mask on that grid.")
-        arr = _inside(mask)
-    else:
-        from wideml.storage.ingest_folder import require_nibabel
+        arr = inside(mask)
+        if not arr.any():
+            raise WidemlError("the mask has no non-zero voxel, so there would be no feature; give a mask with voxels inside.")
+        return arr
+    from wideml.storage.ingest_folder import require_nibabel
 
-        img = _load(mask, require_nibabel(), "mask file")
-        shape = tuple(int(s) for s in img.shape)
-        if len(shape) < 3 or any(s != 1 for s in shape[3:]):
-            raise WidemlError(f"the mask has shape {shape}; give a 3-D mask on the grid {space.grid_shape} of the images.")
-        differs = space.same_space(SpatialReference.from_image(img))
-        if differs is not None:
-            raise WidemlError(f"the mask has {differs} than the images; {_FIX_SPACE}.")
-        arr = _inside(np.asanyarray(img.dataobj).reshape(space.grid_shape))
-    if not arr.any():
-        raise WidemlError("the mask has no non-zero voxel, so there would be no feature; give a mask with voxels inside.")
-    return arr
+    return mask_of_image(_load(mask, require_nibabel(), "mask file"), space, "the mask", _FIX_SPACE)
 
 
 def images_to_array(imgs: Any, mask: Any = None) -> tuple[np.ndarray, SpatialReference]:

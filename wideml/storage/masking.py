@@ -28,8 +28,8 @@ AUTO = "auto"
 _FIX = "resample the mask to the volumes (e.g. nilearn.image.resample_to_img(mask, volume, interpolation='nearest'))"
 
 
-def _inside(values: np.ndarray) -> np.ndarray:
-    """Non-zero and finite (NaN and inf count as outside)."""
+def inside(values: np.ndarray) -> np.ndarray:
+    """The mask convention: non-zero and finite (NaN and inf count as outside)."""
     values = np.asarray(values)
     if values.dtype.kind == "f":
         return np.isfinite(values) & (values != 0)
@@ -63,24 +63,45 @@ def load_mask_file(path, space: SpatialReference) -> np.ndarray:
         img = nib.load(str(path))
     except Exception as exc:  # noqa: BLE001 - nibabel raises many types for bad files
         raise WidemlError(f"cannot read mask file {str(path)!r} as NIfTI ({type(exc).__name__}); give a .nii/.nii.gz mask.") from None
+    return mask_of_image(img, space, f"mask file {str(path)!r}")
+
+
+def mask_of_image(img, space: SpatialReference, name: str = "the mask", fix: str = _FIX) -> np.ndarray:
+    """The boolean mask of a nibabel image in ``space`` (same grid and affine), read a few slices at a time.
+
+    Parameters
+    ----------
+    img : nibabel image
+        3-D (a 4-D one with a single volume is accepted).
+    space : SpatialReference
+        The data's space.
+    name : str
+        How errors name the mask, e.g. ``"mask file 'm.nii.gz'"``.
+    fix : str
+        The fix an error suggests when the space differs.
+
+    Returns
+    -------
+    ndarray of bool, shape ``space.grid_shape``
+    """
     shape = tuple(int(s) for s in img.shape)
     if len(shape) < 3 or any(s != 1 for s in shape[3:]):
-        raise WidemlError(f"mask file {str(path)!r} has shape {shape}; give a 3-D mask on the grid {space.grid_shape} of the volumes.")
+        raise WidemlError(f"{name} has shape {shape}; give a 3-D mask on the grid {space.grid_shape} of the volumes.")
     differs = space.same_space(SpatialReference.from_image(img))
     if differs is not None:
-        raise WidemlError(f"mask file {str(path)!r} has {differs} than the volumes; {_FIX}.")
+        raise WidemlError(f"{name} has {differs} than the volumes; {fix}.")
     mask = np.zeros(space.grid_shape, dtype=bool)
     step = max(1, (16 * 2**20) // max(1, shape[0] * shape[1]))
     try:
         for k0 in range(0, shape[2], step):
             block = np.asanyarray(img.dataobj[:, :, k0 : k0 + step, ...]).reshape(shape[0], shape[1], -1)
-            mask[:, :, k0 : k0 + step] = _inside(block)
+            mask[:, :, k0 : k0 + step] = inside(block)
     except WidemlError:
         raise
     except Exception as exc:  # noqa: BLE001
-        raise WidemlError(f"cannot read the voxels of mask file {str(path)!r} ({type(exc).__name__}); check the file.") from None
+        raise WidemlError(f"cannot read the voxels of {name} ({type(exc).__name__}); check the file.") from None
     if not mask.any():
-        raise WidemlError(f"mask file {str(path)!r} has no non-zero voxel, so no feature would be stored; give a mask with voxels inside.")
+        raise WidemlError(f"{name} has no non-zero voxel, so no feature would be stored; give a mask with voxels inside.")
     return mask
 
 
@@ -94,7 +115,7 @@ def _and_of_group(samples, start: int, stop: int, grid: tuple[int, ...], slab: i
             from nibabel.volumeutils import apply_read_scaling
 
             data = apply_read_scaling(data, *scaling)
-        acc &= _inside(data).all(axis=3)
+        acc &= inside(data).all(axis=3)
     return np.packbits(acc.ravel())
 
 
