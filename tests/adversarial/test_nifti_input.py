@@ -172,3 +172,31 @@ def test_predict_refuses_data_from_another_affine_and_accepts_the_same_space(sca
     np.testing.assert_array_equal(got, oracle)
     assert_refused(cli(capsys, "predict", model, tmp_path / "moved.zarr", "-o", tmp_path / "moved.csv"), "spatial reference")
     assert not (tmp_path / "moved.csv").exists()
+
+
+def test_relative_folder_mask_and_labels_on_a_real_cluster_give_volume_at_mask(scans, dask_cluster):
+    """Ingest (mask file and --mask auto), fit and maps with relative paths, run from the scans' folder on a
+    real scheduler whose workers sit in another directory: the store equals vol[mask], the maps read back."""
+    where = scans.folder.parent
+    common = ["--labels", "participants.tsv", "--label-column", "group", "--scheduler", dask_cluster["address"],
+              "--memory-limit", "8KiB"]  # the two-stage path: the row blocks are read on the workers
+    proc = run_cli("ingest", "scans", "--mask", "brain_mask.nii.gz", "-o", "m.zarr", *common, cwd=where)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("ingest", "scans", "--mask", "auto", "-o", "a.zarr", *common, cwd=where)
+    assert proc.returncode == 0, proc.stderr
+    m, a = open_store(where / "m.zarr"), open_store(where / "a.zarr")
+    np.testing.assert_array_equal(m.X.compute(), np.stack([v[scans.mask] for v in scans.vols]))
+    np.testing.assert_array_equal(m.y, scans.y)
+    auto = np.all(scans.vols != 0, axis=0)
+    np.testing.assert_array_equal(a.spatial.mask, auto)
+    np.testing.assert_array_equal(a.X.compute(), np.stack([v[auto] for v in scans.vols]))
+    proc = run_cli("fit", "lol", "m.zarr", "--n-components", "2", "-o", "m.model", "--scheduler", dask_cluster["address"], cwd=where)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("maps", "m.model", "-o", "maps", "--png", "none", "--scheduler", dask_cluster["address"], cwd=where)
+    assert proc.returncode == 0, proc.stderr
+    diff = nib.load(where / "maps" / "mean_difference.nii.gz")
+    np.testing.assert_allclose(diff.affine, scans.affine, atol=1e-5)
+    truth = scans.vols[scans.y == "patient"].mean(0) - scans.vols[scans.y == "control"].mean(0)
+    np.testing.assert_allclose(diff.get_fdata()[scans.mask], truth[scans.mask], atol=1e-4)
+    assert (diff.get_fdata()[~scans.mask] == 0).all()
+    assert_no_debris(where)

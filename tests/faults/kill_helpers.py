@@ -123,3 +123,23 @@ def chunk_files(folder: Path, name: str) -> int:
 def partial_appears(folder: Path, name: str):
     """A predicate: the output's hidden ``.NAME.partial-*`` folder exists (its final write has begun)."""
     return lambda: any(folder.glob(f".{name}.partial-*"))
+
+
+def resume_stores(folder: Path, seed: int, n: int = 60, p: int = 2000, width: int = 100):
+    """A float64 3-class training store (n x p, feature chunks of ``width``) and a 30-sample test store.
+
+    Returns ``(train_path, test_path, X, y)``; the resume tests fit on it, kill, rerun and compare.
+    """
+    import numpy as np
+
+    from wideml import write_store
+
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((3, p)) * 0.5
+    y = np.repeat([0, 1, 2], n // 3)
+    X = means[y] + rng.standard_normal((n, p))
+    yt = np.repeat([0, 1, 2], 10)
+    Xt = means[yt] + rng.standard_normal((30, p))
+    write_store(folder / "train.zarr", X, y, feature_chunk=width)
+    write_store(folder / "test.zarr", Xt, yt, feature_chunk=width)
+    return folder / "train.zarr", folder / "test.zarr", X, y

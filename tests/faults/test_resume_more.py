@@ -18,6 +18,7 @@ import pytest
 import scipy.linalg
 
 from adversarial.harness import run_cli
+from faults.kill_helpers import resume_stores
 
 N, P, WIDTH = 60, 2000, 100
 CHUNKS = P // WIDTH
@@ -28,18 +29,7 @@ OFF = {"DASK_WIDEML__CHECKPOINT_INTERVAL": "0"}
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
     """A float64 3-class store (n=60, p=2000, 20 feature chunks) and a held-out test store."""
-    from wideml import write_store
-
-    rng = np.random.default_rng(5)
-    means = rng.standard_normal((3, P)) * 0.5
-    y = np.repeat([0, 1, 2], N // 3)
-    X = means[y] + rng.standard_normal((N, P))
-    yt = np.repeat([0, 1, 2], 10)
-    Xt = means[yt] + rng.standard_normal((30, P))
-    folder = tmp_path_factory.mktemp("resume-more")
-    write_store(folder / "train.zarr", X, y, feature_chunk=WIDTH)
-    write_store(folder / "test.zarr", Xt, yt, feature_chunk=WIDTH)
-    return folder / "train.zarr", folder / "test.zarr", X, y
+    return resume_stores(tmp_path_factory.mktemp("resume-more"), seed=5, n=N, p=P, width=WIDTH)
 
 
 def _reads(proc) -> int:
