@@ -1,6 +1,6 @@
 """wideml: out-of-core supervised dimensionality reduction and classification of wide data."""
 
-__version__ = "0.1.0"
+from wideml._version import __version__
 
 from wideml.storage import create_store, open_store, write_store  # noqa: E402
 from wideml.storage.ingest import ingest  # noqa: E402

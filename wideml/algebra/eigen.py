@@ -40,9 +40,3 @@ def top_eigh(S: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     signs = np.sign(vecs[idx, np.arange(k)])
     signs[signs == 0] = 1
     return vals, vecs * signs
-
-
-def positive_rank(S: np.ndarray) -> int:
-    """Number of eigenvalues of the PSD matrix S that are numerically non-zero."""
-    vals = scipy.linalg.eigvalsh(S, check_finite=False)
-    return int(np.sum(vals > numerical_rank_tol(vals, S.shape[0])))

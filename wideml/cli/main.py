@@ -14,7 +14,7 @@ import os
 import sys
 import warnings
 
-from wideml import __version__
+from wideml._version import __version__
 from wideml.exceptions import PerformanceWarning, WidemlError
 
 #: Modules under wideml.cli that each add subcommands through ``register(subparsers, common)``.

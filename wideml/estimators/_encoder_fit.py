@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from wideml.algebra import encoder as alg
 from wideml.estimators._encoder_data import _one_blas_thread, _run
@@ -50,15 +51,60 @@ def _lda(Z: np.ndarray, codes: np.ndarray) -> LinearDiscriminantAnalysis:
             return LinearDiscriminantAnalysis(solver="lsqr").fit(Z, codes)
 
 
-def _lda_model(fit: alg.LdaFit, n_features: int, n_classes: int) -> LinearDiscriminantAnalysis:
-    """A fitted ``LinearDiscriminantAnalysis`` holding :func:`~wideml.algebra.encoder.lda_svd`'s result."""
-    lda = LinearDiscriminantAnalysis()
+class PrefitLDA(LinearDiscriminantAnalysis):
+    """A ``LinearDiscriminantAnalysis`` (SVD solver) whose fitted attributes were computed by wideml.
+
+    scikit-learn's ``transform`` and ``get_feature_names_out`` read private attributes that only its
+    own ``fit`` sets; this subclass computes both from public fitted attributes and its own
+    ``max_components_`` (the number of discriminant directions kept), so nothing private is set.
+    Prediction, probabilities and the decision function are scikit-learn's.
+
+    Attributes
+    ----------
+    max_components_ : int
+        Discriminant directions ``transform`` keeps: ``min(n_classes - 1, n_features)`` (fewer columns come
+        out when ``scalings_`` has a lower rank), as scikit-learn's ``fit`` decides it.
+    """
+
+    def transform(self, X) -> np.ndarray:
+        """Project ``X`` onto the discriminant directions, as scikit-learn's SVD solver does.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, max_components_)
+        """
+        check_is_fitted(self, "max_components_")
+        X = validate_data(self, X, reset=False)
+        return ((X - self.xbar_) @ self.scalings_)[:, : self.max_components_]
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Names of ``transform``'s columns, as scikit-learn's LDA names them.
+
+        Parameters
+        ----------
+        input_features : ignored
+
+        Returns
+        -------
+        ndarray of str objects, ``lineardiscriminantanalysis0``, ``lineardiscriminantanalysis1``, ...
+        """
+        check_is_fitted(self, "max_components_")
+        return np.asarray([f"lineardiscriminantanalysis{i}" for i in range(self.max_components_)], dtype=object)
+
+
+def _lda_model(fit: alg.LdaFit, n_features: int, n_classes: int) -> PrefitLDA:
+    """A fitted :class:`PrefitLDA` holding :func:`~wideml.algebra.encoder.lda_svd`'s result."""
+    lda = PrefitLDA()
     lda.classes_ = np.arange(n_classes)
     lda.n_features_in_ = int(n_features)
     lda.priors_, lda.means_, lda.xbar_ = fit.priors, fit.means, fit.xbar
     lda.scalings_, lda.explained_variance_ratio_ = fit.scalings, fit.explained_variance_ratio
     lda.coef_, lda.intercept_ = fit.coef, fit.intercept
-    lda._max_components = lda._n_features_out = fit.max_components
+    lda.max_components_ = int(fit.max_components)
     return lda
 
 

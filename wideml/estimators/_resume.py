@@ -58,12 +58,12 @@ def begin(est: Any, data: Any) -> Session | None:
 
 def fingerprint(data: Any, name: str, params: dict) -> dict | None:
     """The fingerprint (version, store, parameters) of a store-backed fit or run ``name``; None for other input."""
-    import wideml
+    from wideml._version import __version__
 
     if data.in_memory or "store" not in data.source:
         return None
     store = dict(store_fingerprint(data.source["store"]), labels=digest(np.asarray(data.codes)), chunks=list(map(int, data.X.chunks[1])))
-    return {"version": wideml.__version__, "store": store, "parameters": dict(params, estimator=name)}
+    return {"version": __version__, "store": store, "parameters": dict(params, estimator=name)}
 
 
 def begin_with(data: Any, name: str, params: dict) -> Session | None:

@@ -10,6 +10,7 @@ import dask.array as da
 import numpy as np
 
 from wideml.exceptions import WidemlError
+from wideml.passes.timing import phase
 from wideml.storage.reader import DIRECT_READERS
 
 
@@ -56,26 +57,32 @@ def materialise(stripe: Any) -> tuple[np.ndarray, bool]:
     """(the stripe as an ndarray, whether the caller owns it and may overwrite it).
 
     A :class:`ChunkRef` is read into the calling thread's "read" scratch
-    buffer when its reader can (:mod:`wideml.passes.scratch`): the block is
+    buffer when its reader can (:mod:`wideml.runtime.scratch`): the block is
     then valid only until the thread's next read, so pass tasks must not
     return it or any view of it (they return products and statistics).
     """
     if isinstance(stripe, ChunkRef):
-        hint = getattr(stripe.reader, "hint", None)
-        if hint is not None:
-            for a, b in stripe.ahead:
-                hint(slice(a, b))
-        rows, cols = slice(0, stripe.n_rows), slice(stripe.start, stripe.stop)
-        read_into = getattr(stripe.reader, "read_into", None)
-        if read_into is not None:  # into this thread's reused read buffer: no page faults per chunk
-            from wideml.passes.scratch import scratch
-
-            block = np.asarray(read_into(rows, cols, lambda shape, dtype: scratch(shape, dtype, slot="read")))
-        else:
-            block = np.asarray(stripe.reader[rows, cols])
-        _after_read()
-        return block, bool(block.flags.writeable)  # the task's own buffer or a fresh array
+        with phase("read"):
+            return _read_chunk(stripe)
     return np.asarray(stripe), False
+
+
+def _read_chunk(stripe: ChunkRef) -> tuple[np.ndarray, bool]:
+    """Read one chunk into this thread's read buffer (or a fresh array); (block, owned)."""
+    hint = getattr(stripe.reader, "hint", None)
+    if hint is not None:
+        for a, b in stripe.ahead:
+            hint(slice(a, b))
+    rows, cols = slice(0, stripe.n_rows), slice(stripe.start, stripe.stop)
+    read_into = getattr(stripe.reader, "read_into", None)
+    if read_into is not None:  # into this thread's reused read buffer: no page faults per chunk
+        from wideml.runtime.scratch import scratch
+
+        block = np.asarray(read_into(rows, cols, lambda shape, dtype: scratch(shape, dtype, slot="read")))
+    else:
+        block = np.asarray(stripe.reader[rows, cols])
+    _after_read()
+    return block, bool(block.flags.writeable)  # the task's own buffer or a fresh array
 
 
 #: Test-only hook: with WIDEML_TEST_KILL_AFTER_READS=N in the environment, the process SIGKILLs

@@ -157,7 +157,7 @@ def _means_sq(x: np.ndarray, Wt: np.ndarray, need_sq: bool = True) -> tuple[np.n
     U = np.zeros((A, p))
     part = np.empty((A, p), dtype=np.result_type(x.dtype, Wt.dtype))
     sq = np.empty(n, dtype=x.dtype) if need_sq else None
-    for a in range(0, n, rows):
+    for a in reversed(range(0, n, rows)):  # from the end: the rows just read are still in cache (x U^T then sweeps forward)
         xs = x[a : a + rows]
         np.matmul(Wt[:, a : a + rows], xs, out=part)
         U += part
@@ -460,14 +460,14 @@ def class_stats_pass(
     dask.delayed.Delayed
         Computes to a :class:`ClassStats` (``x_sq`` None unless ``need_sq``).
     """
-    stripes, offsets = feature_stripes(X)
+    stripes, offsets = feature_stripes(X, direct=True)  # a store's chunks are read by the task, into its reused buffer
     op = _stats_operator(W, np.float32 if precision == "float32" else np.float64)
     idx = None if sketch_idx is None else np.asarray(sketch_idx, dtype=np.int64)
     shared = (op, n_write, out_group, idx, keep_means, precision, need_sq)
     if checkpoint is not None:
         return _resumable_graph(_stats_chunk, X, [(int(o),) for o in offsets], shared, checkpoint,
                                 finish=_stats_finish, finish_args=(int(X.shape[1]),))
-    return _reduce_graph("class-stats", _stats_chunk, [(s, int(o)) for s, o in zip(stripes, offsets)], shared,
+    return _reduce_graph("class-stats", _read_then, [(_stats_chunk, s, int(o)) for s, o in zip(stripes, offsets)], shared,
                          finish=_stats_finish, finish_args=(int(X.shape[1]),))
 
 

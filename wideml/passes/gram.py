@@ -33,6 +33,7 @@ import numpy as np
 
 from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, sub_stripe_width
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
+from wideml.passes.timing import phase, product
 
 #: Names of the p-sized arrays the pass writes into a model group.
 FEATURE_MEAN = "feature_mean"
@@ -119,8 +120,9 @@ def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_gr
         parts.append(stats)
         outputs.append(out)
     if keep:  # one chunk-aligned write per output array
-        for name in outputs[0]:
-            _write(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
+        with phase("writes"):
+            for name in outputs[0]:
+                _write(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
     return _combine(*parts) if len(parts) > 1 else parts[0]
 
 
@@ -130,8 +132,10 @@ def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep, owned=
     An ``owned`` block is centred in place (its medians are taken first).
     """
     outputs = {}
-    raw_medians = [class_medians(block, sub_codes, n_classes, rows=None if is_full else idx) for idx, sub_codes, is_full in median_sets]
-    x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=False)
+    with phase("class medians"):
+        raw_medians = [class_medians(block, sub_codes, n_classes, rows=None if is_full else idx) for idx, sub_codes, is_full in median_sets]
+    with phase("centring"):
+        x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=False)
     if bad is not None:
         return (None, None, 0.0, [], bad), outputs
     medians = []
@@ -141,13 +145,14 @@ def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep, owned=
             outputs[CLASS_MEDIANS] = M
     if keep:
         counts = np.bincount(codes, minlength=n_classes)
-        S = class_sums(x, codes, n_classes)
+        with phase("class sums"):
+            S = class_sums(x, codes, n_classes)
         outputs[CLASS_MEANS] = c + S / np.maximum(counts, 1)[:, None]
         outputs[FEATURE_MEAN] = m if m is not None else means_from_class_sums(c, S, x.shape[0])
-    G = as_float64(x @ x.T)  # SYRK in dt; summed across chunks in float64
-    r = as_float64(x @ c.astype(dt))
+    G = as_float64(product(x, x.T, flops=x.shape[0] ** 2 * x.shape[1]))  # SYRK in dt; summed across chunks in float64
+    r = as_float64(product(x, c.astype(dt)))
     s = float(c @ c)
-    meds = [(as_float64(x @ Mc.T.astype(dt)), Mc @ Mc.T) for Mc in medians]
+    meds = [(as_float64(product(x, Mc.T.astype(dt))), Mc @ Mc.T) for Mc in medians]
     return (G, r, s, meds, None), outputs
 
 
@@ -159,7 +164,7 @@ def _combine(*parts):
     else:
         acc = (first[0].copy(), first[1].copy(), first[2], [(P.copy(), Q.copy()) for P, Q in first[3]], None)
     for part in parts[1:]:
-        acc = _add_into(acc, part)
+        acc = _add_parts(acc, part)
     return acc
 
 
@@ -231,6 +236,11 @@ def gram_pass(
 
 def _add_into(acc, part):
     """Add one chunk's partial sums into a lane's accumulator ``acc`` (in place; see :func:`fold_in_lanes`)."""
+    with phase("reductions"):
+        return _add_parts(acc, part)
+
+
+def _add_parts(acc, part):
     if acc[4] is not None or part[4] is not None:
         return None, None, 0.0, [], min(b for b in (acc[4], part[4]) if b is not None)
     G, r, s, meds, _ = acc
@@ -268,12 +278,3 @@ def _finish(total, n_features):
         raise nonfinite_error(bad)
     G = (G + G.T) / 2
     return GramStats(G=G, r=r, s=float(s), n_features=n_features, medians=[MedianSet(P, Q) for P, Q in meds])
-
-
-def gram(X) -> np.ndarray:
-    """The raw Gram X X^T (float64, n x n) of numpy/dask/zarr/h5py input in one pass."""
-    from wideml.passes.blocks import as_dask_array
-    from wideml.runtime import compute
-
-    (stats,) = compute(gram_pass(as_dask_array(X)), label="Gram pass")
-    return stats.raw_gram()

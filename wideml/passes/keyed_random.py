@@ -22,14 +22,22 @@ def _tile_generator(seed: int, stream: int, tile: int) -> np.random.Generator:
     return np.random.Generator(np.random.Philox(np.random.SeedSequence([int(seed), stream, int(tile)])))
 
 
-def gaussian_rows(seed: int, start: int, stop: int, n_cols: int) -> np.ndarray:
-    """Rows ``start:stop`` of a p x n_cols standard Gaussian matrix, shape (stop - start, n_cols)."""
-    out = np.empty((stop - start, n_cols))
+def gaussian_rows(seed: int, start: int, stop: int, n_cols: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Rows ``start:stop`` of a p x n_cols standard Gaussian matrix, shape (stop - start, n_cols), float64.
+
+    ``out``, when given, must be a C-contiguous float64 array of that shape:
+    whole tiles are generated straight into it (no temporary per tile).
+    """
+    if out is None:
+        out = np.empty((stop - start, n_cols))
     for t in range(start // TILE, -(-stop // TILE)):
         t0, t1 = t * TILE, (t + 1) * TILE
-        tile = _tile_generator(seed, GAUSSIAN, t).standard_normal((TILE, n_cols))
+        gen = _tile_generator(seed, GAUSSIAN, t)
         a, b = max(start, t0), min(stop, t1)
-        out[a - start : b - start] = tile[a - t0 : b - t0]
+        if a == t0 and b == t1:  # a whole tile: no temporary
+            gen.standard_normal(out=out[a - start : b - start])
+        else:
+            out[a - start : b - start] = gen.standard_normal((TILE, n_cols))[a - t0 : b - t0]
     return out
 
 

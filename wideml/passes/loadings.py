@@ -16,6 +16,7 @@ import numpy as np
 
 from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, work_dtype
+from wideml.passes.timing import phase, product
 
 LOADINGS = "loadings"
 
@@ -23,22 +24,24 @@ LOADINGS = "loadings"
 def _emit_chunk(block, offset, B, Dm, med, group_path, keep, embed, precision):
     block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
-    x, _, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=False)  # the Gram pass's centring vector, recomputed identically
+    with phase("centring"):
+        x, _, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=False)  # the Gram pass's centring vector, recomputed identically
     if bad is not None:
         raise nonfinite_error(bad)
     # A = X^T B = X_c^T B + c (1^T B): the product runs on centred data, so float32 loses nothing to offsets
-    A = as_float64(x.T @ B.astype(dt)) + np.outer(c, B.sum(axis=0))
+    A = as_float64(product(x.T, B.astype(dt))) + np.outer(c, B.sum(axis=0))
     if Dm is not None:
         A += np.asarray(med, dtype=np.float64).T @ Dm
     shift = c @ A
     if group_path is not None:
         from wideml.storage.rawchunks import write_aligned
 
-        if not write_aligned(f"{group_path}/{LOADINGS}", A, int(offset), axis=0):
-            import zarr
+        with phase("writes"):
+            if not write_aligned(f"{group_path}/{LOADINGS}", A, int(offset), axis=0):
+                import zarr
 
-            zarr.open_array(f"{group_path}/{LOADINGS}", mode="r+")[offset : offset + x.shape[1], :] = A
-    XA, AtA = (as_float64(x @ A.astype(dt)) + shift, A.T @ A) if embed else (None, None)
+                zarr.open_array(f"{group_path}/{LOADINGS}", mode="r+")[offset : offset + x.shape[1], :] = A
+    XA, AtA = (as_float64(product(x, A.astype(dt))) + shift, A.T @ A) if embed else (None, None)
     return (shift, A if keep else None, XA, AtA)
 
 

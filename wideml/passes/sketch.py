@@ -43,6 +43,7 @@ from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, no
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, one_hot, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
 from wideml.passes.keyed_random import gaussian_rows
+from wideml.passes.timing import phase, product
 
 CENTRINGS = ("class", "pooled")
 
@@ -88,11 +89,12 @@ def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, me
             return part
         parts.append(part)
         outputs.append(out)
-    if out_group is not None and final:  # a plain file per chunk: a temporary, read back once by assemble_loadings
-        np.save(f"{out_group}/{SKETCH_BASIS}/{int(offset)}.npy", np.concatenate([o[SKETCH_BASIS] for o in outputs], axis=0))
-    elif out_group is not None and Q is None:
-        for name in outputs[0]:
-            _write(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
+    with phase("writes"):
+        if out_group is not None and final:  # a plain file per chunk: a temporary, read back once by assemble_loadings
+            np.save(f"{out_group}/{SKETCH_BASIS}/{int(offset)}.npy", np.concatenate([o[SKETCH_BASIS] for o in outputs], axis=0))
+        elif out_group is not None and Q is None:
+            for name in outputs[0]:
+                _write(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
     return _combine(*parts) if len(parts) > 1 else parts[0]
 
 
@@ -104,21 +106,26 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
     """
     outputs, extra = {}, {}
     first = Q is None
-    M = class_medians(block, codes, n_classes) if first and medians else None
+    if first and medians:
+        with phase("class medians"):
+            M = class_medians(block, codes, n_classes)
+    else:
+        M = None
     # the feature means m come from the class sums below when those are computed anyway
-    x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=not first and centring != "class")
+    with phase("centring"):
+        x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=not first and centring != "class")
     if bad is not None:
         return (None, None, None, bad, extra), outputs
     counts = np.bincount(codes, minlength=n_classes)
-    Mc = XtQ = None  # class means of x (K x w, float64); x^T Q (w x l)
+    Mc = None  # class means of x (K x w, float64)
     if first:
-        S = class_sums(x, codes, n_classes)
+        with phase("class sums"):
+            S = class_sums(x, codes, n_classes)
         Mc = S / np.maximum(counts, 1)[:, None]
-    elif centring == "class":  # one product gives x^T Q and the class sums x^T E: one sweep over x, not two
-        # as [Q E]^T x ((l + K) x w): OpenBLAS runs this shape about 25% faster than x^T [Q E]
-        P = as_float64(np.vstack([Q.T, one_hot(codes, n_classes).T]).astype(dt) @ x)
-        XtQ, S = P[: Q.shape[1]].T, P[Q.shape[1] :]
-        Mc = S / np.maximum(counts, 1)[:, None]
+    else:  # Z = M^T Q and x Z, block by block; with class centring the first product also gives the class sums
+        Z, Y, S = _power_products(x, Q, codes, n_classes, counts, None if centring == "class" else (m - c)[None, :], dt)
+        if S is not None:
+            Mc = S / np.maximum(counts, 1)[:, None]
     if m is None:
         m = means_from_class_sums(c, S, x.shape[0])
     cg_means = cg_meds = Md = None
@@ -138,20 +145,21 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
     else:
         rows, Mu = np.zeros(len(codes), dtype=np.intp), (m - c)[None, :]
     if first:
-        omega = gaussian_rows(seed, int(offset), int(offset) + x.shape[1], n_cols)  # float64: same values whatever the chunking
-        if embed_first:  # (X - 1 m^T)(C - 1 c^T)^T for the centroid differences' embedding, in the same product
-            U = Md if embed_first == "median" else Mc
-            P = as_float64(x @ np.hstack([omega, U.T]).astype(dt, copy=False))
-            Y = P[:, :n_cols]
+        with phase("random test matrix"):
+            omega = gaussian_rows(seed, int(offset), int(offset) + x.shape[1], n_cols)  # float64: same values whatever the chunking
+            if embed_first:  # (X - 1 m^T)(C - 1 c^T)^T for the centroid differences' embedding, in the same product
+                U = Md if embed_first == "median" else Mc
+                right = np.empty((x.shape[1], n_cols + U.shape[0]), dtype=dt)  # [Omega U^T] in the working dtype, one copy
+                right[:, :n_cols] = omega
+                right[:, n_cols:] = U.T
+            else:
+                right = omega.astype(dt, copy=False)
+        P = as_float64(product(x, right))
+        Y = P[:, :n_cols]
+        if embed_first:
             extra["XU"] = P[:, n_cols:] - (m - c) @ U.T
-        else:
-            Y = as_float64(x @ omega.astype(dt, copy=False))
         Y -= (Mu @ omega)[rows]
     else:
-        EtQ = one_hot(rows, Mu.shape[0]).T @ Q  # (K x l)
-        Z = as_float64(Q.T.astype(dt) @ x).T if XtQ is None else XtQ
-        Z -= Mu.T @ EtQ  # M^T Q (w x l), float64
-        Y = as_float64(x @ Z.astype(dt, copy=False))
         if final:  # (X - 1 m^T) Z for the embedding; Z^T Z = Q^T M M^T Q for Rayleigh-Ritz; Z kept for the loadings
             Y -= (m - c) @ Z
             extra["ZtZ"] = Z.T @ Z
@@ -160,6 +168,72 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
         else:
             Y -= (Mu @ Z)[rows]
     return (Y, cg_means, cg_meds, None, extra), outputs
+
+
+#: Features per block of a power step: both products of a block run while it is still in cache.
+FUSE_COLS = 512
+
+
+def _power_products(x, Q, codes, n_classes, counts, pooled_shift, dt):
+    """The two products of a power (or final) step on a centred chunk, one cache-sized block of features at a time.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n, w)
+        The chunk centred by c (working dtype).
+    Q : ndarray of shape (n, l)
+    codes, n_classes, counts
+        Class codes, number of classes and class sizes.
+    pooled_shift : ndarray of shape (1, w) or None
+        None for class centring (the centred operator is x - E Mc, with Mc the
+        class means of x, which the first product yields as class sums);
+        otherwise m - c, for the pooled operator x - 1 (m - c).
+    dt : numpy dtype
+        Working dtype of the products.
+
+    Returns
+    -------
+    Z : ndarray of shape (w, l), float64
+        M^T Q, the centred operator's transpose applied to Q.
+    Y : ndarray of shape (n, l), float64
+        x Z (the caller applies the row correction).
+    S : ndarray of shape (K, w), float64, or None
+        Class sums of x (class centring only).
+
+    Notes
+    -----
+    Each block x_b (n x FUSE_COLS) is multiplied twice in a row, first as
+    [Q E]^T x_b ((l + K) x b: one product gives x_b^T Q and the class sums;
+    OpenBLAS runs this shape about 25% faster than x_b^T [Q E]), then as
+    x_b Z_b, so the chunk is swept from memory once instead of twice.
+    """
+    n, w = x.shape
+    l = Q.shape[1]
+    if pooled_shift is None:
+        E = one_hot(codes, n_classes)
+        left = np.vstack([Q.T, E.T]).astype(dt)
+        EtQ = E.T @ Q  # (K x l)
+        S = np.empty((n_classes, w))
+    else:
+        left = np.ascontiguousarray(Q.T, dtype=dt)
+        EtQ = Q.sum(axis=0)[None, :]
+        S = None
+    inv = 1.0 / np.maximum(counts, 1)[:, None]
+    Z = np.empty((w, l))
+    Y = np.zeros((n, l))
+    for a in range(0, w, FUSE_COLS):
+        b = min(w, a + FUSE_COLS)
+        xb = x[:, a:b]
+        P = as_float64(product(left, xb))
+        if S is not None:
+            S[:, a:b] = P[l:]
+            shift = P[l:] * inv
+        else:
+            shift = pooled_shift[:, a:b]
+        Zb = Z[a:b]
+        np.subtract(P[:l].T, shift.T @ EtQ, out=Zb)
+        Y += product(xb, Zb.astype(dt))
+    return Z, Y, S
 
 
 def _combine(*parts):
@@ -183,6 +257,11 @@ def _combine(*parts):
 
 def _add_into(acc, part):
     """Add one chunk's partial sums into a lane's accumulator (in place; see :func:`fold_in_lanes`)."""
+    with phase("reductions"):
+        return _add_parts(acc, part)
+
+
+def _add_parts(acc, part):
     if acc[3] is not None or part[3] is not None:
         return None, None, None, min(b for b in (acc[3], part[3]) if b is not None), {}
     Y, cgm, cgd, _, extra = acc

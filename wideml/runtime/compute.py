@@ -61,7 +61,7 @@ def compute(*collections: Any, label: str = "pass") -> tuple:
 
             cluster_progress(client, futures, label)  # on stderr: stdout carries the command's output
         return tuple(client.gather(futures))
-    from wideml.passes.scratch import release
+    from wideml.runtime.scratch import release
 
     try:
         with _one_blas_thread_per_task():

@@ -278,7 +278,7 @@ def simulate_to_store(
         ``path``. X has shape (n_samples, n_features); y holds the labels; the
         ``source`` attribute records the setting, seed and parameters.
     """
-    from wideml import __version__
+    from wideml._version import __version__
     from wideml.storage import create_store
 
     setting, params, n, p, seed = _resolve(name, n_samples, n_features, seed, params)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from wideml import __version__
+from wideml._version import __version__
 from wideml.exceptions import WidemlError
 from wideml.storage import schema
 from wideml.storage.atomic import atomic_output

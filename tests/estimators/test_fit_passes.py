@@ -1,0 +1,72 @@
+"""Every estimator's ``n_fit_passes_`` equals the passes its fit made over the store, counted chunk by chunk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wideml import LFL, LOL, PCA, RRLDA, EncoderClassifier, KernelLOL, KernelPCA, KPCATrick, open_store, write_store
+from wideml.storage.reader import READ_COUNTER
+
+N, P, CHUNK = 60, 3000, 500
+
+
+def _no_passes_attribute(reads: str):
+    return pytest.mark.xfail(strict=True, raises=AttributeError,
+                             reason=f"no n_fit_passes_ attribute; its store fit reads {reads}")
+
+
+ESTIMATORS = [
+    pytest.param(lambda: LOL(4, solver="gram", robust_first=False), id="lol-gram"),
+    pytest.param(lambda: LOL(4, solver="gram", robust_first=True), id="lol-gram-robust"),
+    pytest.param(lambda: LOL(4, solver="randomized", robust_first=False), id="lol-randomized"),
+    pytest.param(lambda: LOL(4, solver="randomized", robust_first=True, n_power_iter=2), id="lol-randomized-robust-q2"),
+    pytest.param(lambda: LOL(4, solver="gram", second_moment="quadratic"), id="qoq"),
+    pytest.param(lambda: PCA(4, solver="gram"), id="pca-gram"),
+    pytest.param(lambda: PCA(4, solver="randomized"), id="pca-randomized"),
+    pytest.param(lambda: RRLDA(4, solver="gram"), id="rrlda-gram"),
+    pytest.param(lambda: RRLDA(4, solver="randomized"), id="rrlda-randomized"),
+    pytest.param(lambda: LFL(4), id="lfl"),
+    pytest.param(lambda: LFL(4, robust_first=True), id="lfl-robust"),
+    pytest.param(lambda: EncoderClassifier(kernels="linear,euclidean"), id="encoder-linear-euclidean"),
+    pytest.param(lambda: EncoderClassifier(kernels="spearman"), id="encoder-spearman"),
+    pytest.param(lambda: EncoderClassifier(selection="cv_cross_entropy"), id="encoder-all-kernels-cv"),
+    pytest.param(lambda: EncoderClassifier(kernels="linear", form="full"), id="encoder-full-form"),
+    pytest.param(lambda: KPCATrick(learner="nca", learner_params={"max_iter": 5}), id="kpca-nca",
+                 marks=_no_passes_attribute("6 chunks = 1 pass")),
+    pytest.param(lambda: KPCATrick(learner="lmnn", learner_params={"max_iter": 5}), id="kpca-lmnn",
+                 marks=_no_passes_attribute("6 chunks = 1 pass")),
+    pytest.param(lambda: KPCATrick(learner="dne", selection="cv", cv=3, sigmas=[0.1, 1.0, 10.0]), id="kpca-dne-cv",
+                 marks=_no_passes_attribute("6 chunks = 1 pass")),
+    pytest.param(lambda: KernelPCA(n_components=4), id="kernel-pca",
+                 marks=_no_passes_attribute("6 chunks = 1 pass")),
+    pytest.param(lambda: KernelPCA(n_components=4, n_landmarks=20), id="kernel-pca-landmarks",
+                 marks=_no_passes_attribute("6 chunks = 1 pass")),
+    pytest.param(lambda: KernelLOL(n_components=4), id="kernel-lol",
+                 marks=_no_passes_attribute("6 chunks = 1 pass")),
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    rng = np.random.default_rng(16)
+    y = np.arange(N) % 3
+    X = rng.standard_normal((N, P)) + 0.7 * y[:, None] * (np.arange(P) < 40)
+    path = write_store(tmp_path_factory.mktemp("passes") / "s.zarr", X, y, feature_chunk=CHUNK)
+    return open_store(path)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_n_fit_passes_counts_the_reads(store, make):
+    est = make()
+    key = str(store.path)
+    before = READ_COUNTER[key]
+    if isinstance(est, (KPCATrick, KernelLOL)):
+        est.fit(store, store.y)  # their fit takes y separately, even from a store
+    else:
+        est.fit(store)
+    reads = READ_COUNTER[key] - before
+    chunks = store.X.numblocks[1]
+    assert chunks == P // CHUNK
+    assert reads % chunks == 0, f"{reads} chunk reads is not a whole number of passes over {chunks} chunks"
+    assert est.n_fit_passes_ == reads // chunks, f"n_fit_passes_={est.n_fit_passes_}, reads={reads}, chunks={chunks}"
