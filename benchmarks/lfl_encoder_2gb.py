@@ -16,8 +16,8 @@ row tiles (class sums, then the products with the class means and the gathered
 columns of the sparse projection: two sweeps, one with class medians); the
 encoder's does the same (class means and row norms, then X U^T).
 
-The store is only read (default /tmp/b15/X2gb.zarr: n = 2000, p = 250 000 float32,
-2 classes, feature chunk 4096). Fits write their class means into temporary
+The store is only read (--store, or by default the 2 GB store of ``lol_2gb_store.py``,
+made in a temporary folder: n = 2000, p = 250 000 float32, 2 classes, feature chunk 4096). Fits write their class means into temporary
 work folders, removed afterwards.
 
 Usage: python benchmarks/lfl_encoder_2gb.py [--store PATH] [--repeats 3] [--skip-cold]
@@ -79,7 +79,7 @@ def ref_shape(ref) -> tuple[int, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--store", default="/tmp/b15/X2gb.zarr")
+    ap.add_argument("--store", default=None, help="an existing float32 store (default: make the 2 GB store in a temporary folder)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-cold", action="store_true", help="leave out the off-disk (page cache dropped) timings")
     args = ap.parse_args()
@@ -87,6 +87,14 @@ def main() -> None:
     import wideml
     from wideml.estimators.encoder import EncoderClassifier
 
+    if args.store is None:
+        import tempfile
+        from pathlib import Path
+
+        from lol_2gb_store import make_store
+
+        args.store = str(Path(tempfile.mkdtemp(prefix="wideml-bench-")) / "X2gb.zarr")
+        make_store(Path(args.store), 2000, 250_000)
     store = wideml.open_store(args.store)
     print(f"store {args.store}: {store.n_samples} x {store.n_features} {store.dtype}, {store.nbytes / 1e9:.2f} GB, "
           f"{store.X.numblocks[1]} chunks", flush=True)
