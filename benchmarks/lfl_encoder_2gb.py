@@ -40,7 +40,7 @@ def chunk_task_ms(store, repeats: int = 7) -> dict:
     from threadpoolctl import threadpool_limits
 
     from wideml.algebra.encoder import stacked_class_weights
-    from wideml.passes import encoder as enc
+    from wideml.passes.encoder import class_stats, products
     from wideml.passes.blocks import feature_stripes, materialise
     from wideml.passes.keyed_random import lfl_density
     from wideml.passes.lfl import _lfl_fit_chunk
@@ -50,14 +50,14 @@ def chunk_task_ms(store, repeats: int = 7) -> dict:
     refs, offsets = feature_stripes(store.X, direct=True)
     ref, offset = refs[1], int(offsets[1])
     W, _ = stacked_class_weights(codes, K, [np.arange(len(codes))])
-    op = enc._stats_operator(W, np.float32)
+    op = products.stats_operator(W, np.float32)
     density, k = lfl_density(store.n_features), 50 - (K - 1)
     tasks = {
         "read_chunk": lambda: materialise(ref),
         "lfl_chunk": lambda: _lfl_fit_chunk(ref, offset, codes, K, False, 0, k, density, None),
         "lfl_robust_chunk": lambda: _lfl_fit_chunk(ref, offset, codes, K, True, 0, k, density, None),
-        "encoder_linear_chunk": lambda: enc._read_then(enc._stats_chunk, ref, offset, op, 0, None, None, False, "float32", False),
-        "encoder_linear_euclidean_chunk": lambda: enc._read_then(enc._stats_chunk, ref, offset, op, 0, None, None, False, "float32", True),
+        "encoder_linear_chunk": lambda: class_stats._stats_chunk(ref, offset, op, 0, None, None, False, "float32", False),
+        "encoder_linear_euclidean_chunk": lambda: class_stats._stats_chunk(ref, offset, op, 0, None, None, False, "float32", True),
     }
     out = {}
     with threadpool_limits(1, "blas"):

@@ -231,7 +231,7 @@ def test_refit_reuses_or_deletes_the_previous_fits_arrays(xy, stores, tmp_path):
 def chunk_products(request, monkeypatch):
     """Chunk products in one piece, or (as with few classes and wide chunks) in row tiles of 8 rows."""
     if request.param == "tiled":
-        from wideml.passes import encoder as enc
+        from wideml.passes.encoder import products as enc
 
         monkeypatch.setattr(enc, "_TILE_MNK", 8 * K * WIDTH)
         monkeypatch.setattr(enc, "_TILE_MIN_ROWS", 2)

@@ -155,7 +155,7 @@ def test_killed_lfl_cv_redoes_only_unfinished_folds(stores, tmp_path):
     assert plain.returncode == 0, plain.stderr
     log = tmp_path / "stderr.log"
     proc = start_cli(*args, log=log, env=FAST)
-    wait_until(lambda: log.read_text(errors="replace").count("LFL fit: one pass") >= 3, proc, what="the 3rd fold")
+    wait_until(lambda: log.read_text(errors="replace").count("LFL fit, pass 1/1") >= 3, proc, what="the 3rd fold")
     proc.kill()
     proc.communicate(timeout=60)
     assert len(_cv_folders(work)) == 1

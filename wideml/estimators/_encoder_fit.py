@@ -266,39 +266,6 @@ def _choose(kernels, train: alg.AnchorStats, codes, counts, selection, baseline,
     return chosen, scores, ldas, offsets, Zs
 
 
-def _choose_full(kernels, A: dict, codes, K, counts, selection, baseline, threshold, inner=()):
-    """Full-kernel form: Z = A W per kernel, then the same selection.
-
-    ``inner`` holds (inner-training, inner-test) positions within the training rows; every inner fold's
-    embedding is a principal sub-block of A times that fold's W.
-    """
-    from wideml.algebra.centering import class_weights
-
-    W = class_weights(codes, K)
-    scores, ldas, Zs = {}, {}, {}
-    for kern in kernels:
-        Z = A[kern] @ W
-        lda = _lda(Z, codes)
-        ldas[kern], Zs[kern] = lda, Z
-        if len(kernels) == 1:
-            scores[kern] = float("nan")
-        elif selection == "cross_entropy":
-            scores[kern] = alg.cross_entropy(_proba(lda, Z), codes)
-        elif selection == "loo_cross_entropy":
-            Zl = alg.loo_full(Z, np.diag(A[kern]), codes, counts)
-            scores[kern] = alg.cross_entropy(_proba(_lda(Zl, codes), Zl), codes)
-        else:
-            total = 0.0
-            for tr, te in inner:
-                Wi = class_weights(codes[tr], K)
-                Zi = A[kern][np.ix_(tr, tr)] @ Wi
-                Zt = A[kern][np.ix_(te, tr)] @ Wi
-                total += alg.cross_entropy(_proba(_lda(Zi, codes[tr]), Zt), codes[te])
-            scores[kern] = total
-    chosen = kernels[0] if len(kernels) == 1 else alg.select_kernel(scores, baseline, threshold)
-    return chosen, scores, ldas, Zs
-
-
 def _inner_folds(codes: np.ndarray, rows: np.ndarray, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
     """Stratified inner folds (positions into ``rows``) for the held-out selection score."""
     n_folds = min(INNER_FOLDS, int(np.bincount(codes[rows]).min()))

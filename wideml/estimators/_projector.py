@@ -14,6 +14,7 @@ from wideml.algebra.lol import Projection, _check_components
 from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._params import NON_NEGATIVE_INT, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Options, PathLike
 from wideml.estimators import _resume
+from wideml.estimators._passes import FitPasses
 from wideml.estimators._small_algebra import SMALL_ALGEBRA_N, inverse_cholesky as _inverse_cholesky, small_algebra_threads  # noqa: F401
 from wideml.estimators._solver import folds_loadings
 from wideml.estimators._workdir import new_model_group, work_array
@@ -118,6 +119,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         solver, reason = self._choose_solver(data, d)
         fold = solver == "randomized" and group is not None and folds_loadings(n, d, self.n_oversamples, data.X.dtype.itemsize)
         total = self._n_passes(solver, not fold)
+        self._passes = FitPasses(self, total)
         try:
             if fold:
                 components, embedding, shift, eigenvalues, kinds = self._fit_randomized_store(data, d, median, group)
@@ -125,6 +127,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
                 components, embedding, shift, eigenvalues, kinds = self._fit_with_emit(data, d, median, group, solver, total)
         finally:
             session, self._session = self._session, None
+            passes = self.__dict__.pop("_passes")
         group = self.__dict__.pop("_settled_group", group)
         self.classes_ = data.classes
         self.train_codes_ = data.codes
@@ -136,7 +139,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         self.component_kinds_ = list(kinds)
         self.solver_ = solver
         self.solver_reason_ = reason
-        self.n_fit_passes_ = total
+        passes.record()  # n_fit_passes_: the passes run, which must be all ``total`` of them
         self.precision_ = self._resolved_precision(data.X.dtype)
         self.provenance_ = dict(data.source)
         self.feature_layout_ = data.layout
@@ -162,10 +165,10 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         if group is not None:
             _resume.ensure_array(group, LOADINGS, (p, d), (data.X.chunks[1][0], d))
         ck = _resume.pass_checkpoint(self._session, total, total, kind="emit", B=_resume.digest(proj.B, proj.Dm if median else None))
-        emitted = _resume.run_pass(
+        emitted = self._passes.run(
             ck, lambda ck: emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
                                      with_embedding=embedding is None, precision=self._resolved_precision(data.X.dtype), checkpoint=ck),
-            label=f"{type(self).__name__} fit, pass {total}/{total}: emit loadings",
+            "emit loadings",
         )
         shift, A, XA, AtA = emitted
         shift = np.asarray(shift, dtype=np.float64)
@@ -204,21 +207,20 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         n, K = data.n_samples, data.n_classes
         width = min(n, d - self._n_delta_columns(K, d) + self.n_oversamples)
         total = self._n_passes("randomized", emit=not fold)
-        name = type(self).__name__
         kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
         ck = _resume.pass_checkpoint(self._session, 1, total, kind="sketch", seed=kw["seed"], fold=fold)
-        first = _resume.run_pass(ck, lambda ck: sketch_pass(data.X, data.codes, K, medians=median, out_group=group,
+        first = self._passes.run(ck, lambda ck: sketch_pass(data.X, data.codes, K, medians=median, out_group=group,
                                                             embed_first=self._first_moment() if fold else None, checkpoint=ck, **kw),
-                                 label=f"{name} fit, pass 1/{total}: sketch and class statistics")
+                                 "sketch and class statistics")
         Y, cg_means, cg_meds, sums = first
         for i in range(self.n_power_iter + 1):
             with threadpool_limits(1, user_api="blas"):  # n x l algebra: threads only contend
                 Q = orthonormal_basis(Y)
             last = i == self.n_power_iter
             ck = _resume.pass_checkpoint(self._session, i + 2, total, kind="power", seed=kw["seed"], final=fold and last, Q=_resume.digest(Q))
-            step = _resume.run_pass(ck, lambda ck: sketch_pass(data.X, data.codes, K, Q=Q, final=fold and last,
+            step = self._passes.run(ck, lambda ck: sketch_pass(data.X, data.codes, K, Q=Q, final=fold and last,
                                                                out_group=group if fold and last else None, checkpoint=ck, **kw),
-                                    label=f"{name} fit, pass {i + 2}/{total}: {'Rayleigh-Ritz' if last else 'power iteration'}")
+                                    "Rayleigh-Ritz" if last else "power iteration")
             Y = step[0]
         return Q, step, cg_meds if median else cg_means, sums
 
@@ -283,11 +285,11 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
 
     def _fit_gram(self, data: FitInput, d: int, median: bool, group):
         n, K = data.n_samples, data.n_classes
-        stats = _resume.run_pass(
+        stats = self._passes.run(
             _resume.pass_checkpoint(self._session, 1, 2, kind="gram"),
             lambda ck: gram_pass(data.X, data.codes, K, median_subsets=[np.arange(n)] if median else [],
                                  precision=self._resolved_precision(data.X.dtype), out_group=group, checkpoint=ck),
-            label=f"{type(self).__name__} fit, pass 1/2: Gram and class statistics", to_state=_resume.gram_state, from_state=_resume.gram_from_state,
+            "Gram and class statistics", to_state=_resume.gram_state, from_state=_resume.gram_from_state,
         )
         P, Q = (stats.medians[0].P, stats.medians[0].Q) if median else (None, None)
         with small_algebra_threads(n):
@@ -354,6 +356,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
             "solver": self.solver_,
             "solver_reason": getattr(self, "solver_reason_", ""),
             "precision": self.precision_,
+            "n_fit_passes": int(self.n_fit_passes_),
         }
         arrays = {
             "classes": self.classes_,
@@ -382,6 +385,8 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         est.solver_ = state["solver"]
         est.solver_reason_ = state.get("solver_reason", "")
         est.precision_ = state["precision"]
+        if "n_fit_passes" in state:  # absent from models saved before it was recorded
+            est.n_fit_passes_ = state["n_fit_passes"]
         est.offset_ = np.asarray(arrays["offset"][...])
         est.embedding_ = np.asarray(arrays["embedding"][...])
         est.eigenvalues_ = np.asarray(arrays["eigenvalues"][...])

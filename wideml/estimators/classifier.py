@@ -84,6 +84,8 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
         self.classifier_ = clf.fit(Z, classes[self.embedding_.train_codes_])
         self.classes_ = classes
         self.n_features_in_ = self.embedding_.n_features_in_
+        if hasattr(self.embedding_, "n_fit_passes_"):  # the classifier is fitted on the embedding: no pass of its own
+            self.n_fit_passes_ = self.embedding_.n_fit_passes_
 
     def _embed(self, X):
         check_is_fitted(self, "classifier_")

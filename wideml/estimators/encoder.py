@@ -94,61 +94,41 @@ Modules
 This module holds the estimator; its helpers live in
 ``estimators/_encoder_data.py`` (input validation, running a pass on a graph
 or directly on an in-memory array), ``estimators/_encoder_fit.py``
-(parameters, the LDA, the Spearman rank passes, kernel selection) and
+(parameters, the LDA, the Spearman rank passes, kernel selection),
+``estimators/_encoder_fast.py`` (the fast form's fit and embedding of new
+data), ``estimators/_encoder_full.py`` (the full-kernel form),
+``estimators/_encoder_model.py`` (saving and loading a model) and
 ``estimators/_encoder_cv.py`` (:func:`cross_validate_encoder`, re-exported
 here).
 """
 
 from __future__ import annotations
 
-import math
-
-import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
-from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.utils.validation import check_is_fitted
 
-from wideml.algebra import encoder as alg
 from wideml.estimators import _resume
 from wideml.estimators._encoder_cv import cross_validate_encoder
-from wideml.estimators._encoder_data import (
-    _dask_view,
-    _feature_chunk,
-    _fit_data,
-    _group_array,
-    _lazy,
-    _memory_input,
-    _run,
-)
-from wideml.passes.chunkmath import PRECISIONS
+from wideml.estimators._encoder_data import _feature_chunk, _fit_data, _memory_input
+from wideml.estimators._encoder_fast import fit_fast, transform_fast
 from wideml.estimators._encoder_fit import (
     ENCODER_CONSTRAINTS,
     FORMS,
     INNER_FOLDS,
     SELECTIONS,
     SPEARMAN_MODES,
-    _baseline,
-    _choose,
-    _choose_full,
-    _class_stats,
-    _exact_block_rows,
-    _inner_folds,
-    _needs_row_norms,
     _precision,
     _proba,
-    _set_stats,
-    _SetPlan,
-    _spearman_fit_passes,
-    _spearman_plan,
     _validate_params,
 )
+from wideml.estimators._encoder_full import fit_full, transform_full
+from wideml.estimators._encoder_model import from_model_state, model_state
 from wideml.estimators._input import check_feature_layout, predict_input
 from wideml.estimators._params import CheckedParams
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
-from wideml.passes import encoder as enc
-from wideml.runtime import compute
+from wideml.passes.chunkmath import PRECISIONS
 
 
 class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -256,71 +236,10 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         self.train_counts_ = np.bincount(data.codes, minlength=data.n_classes)
         self.feature_chunk_ = _feature_chunk(data)
         if self.form == "full":
-            self._fit_full(data, kernels)
+            fit_full(self, data, kernels)
         else:
-            self._fit_fast(data, kernels)
+            fit_fast(self, data, kernels)
         return self
-
-    def _fit_fast(self, data, kernels) -> None:
-        n, p, K = data.n_samples, data.n_features, data.n_classes
-        codes, Xd = data.codes, data.X
-        sets = _SetPlan(codes, [np.arange(n)], self.selection == "cv_cross_entropy" and len(kernels) > 1, self.random_state)
-        W, counts = alg.stacked_class_weights(codes, K, sets.sets)
-        use_rank = "spearman" in kernels
-        plan = _spearman_plan(self.spearman, n, p, W.shape[1]) if use_rank else (None, 0)
-        group = None
-        session = _resume.begin(self, data) if not data.in_memory else None  # a resumable fit, else None
-        if not data.in_memory:
-            width = Xd.chunks[1][0]
-            arrays = {enc.CLASS_MEANS: ((K, p), (K, width))}
-            if use_rank:
-                arrays[enc.CLASS_MEAN_RANKS] = ((K, p), (K, width))
-            group = _resume.model_group(session, arrays) if session else self._model_group(arrays)
-        sketch = alg.sketch_features(p, self.sketch_size, self.random_state) if plan[0] == "approx" else None
-        keep = data.in_memory or plan[0] == "exact"
-        Xmem = data.numpy_X
-        need_sq = _needs_row_norms(kernels, self.selection)
-        total = 2 if plan[0] == "approx" else 1
-        ck = _resume.pass_checkpoint(session, 1, total, kind="encoder-stats", W=_resume.digest(W), sketch=_resume.digest(sketch))
-        stats = _class_stats(Xd, Xmem, W, sketch=sketch, keep=keep, precision=self.precision_, need_sq=need_sq, n_write=K,
-                             out_group=group, label="EncoderClassifier fit: class statistics and X-to-U pass", checkpoint=ck)
-        passes = 1
-        ranks, S_mem = None, None
-        loo = None
-        if use_rank:
-            if self.selection == "loo_cross_entropy" and len(kernels) > 1:
-                loo = enc.LooSpec.from_sets(codes, K, sets.sets[:1], counts)
-            rank_ck = _resume.pass_checkpoint(session, 2, total, kind="encoder-ranks", stats=_resume.digest(stats.sketch),
-                                              loo=loo is not None) if plan[0] == "approx" else None
-            ranks, S_mem, extra = _spearman_fit_passes(Xd, W, stats, plan, loo, n_write=K, out_group=group,
-                                                       label="EncoderClassifier fit", Xmem=Xmem, checkpoint=rank_ck)
-            passes += extra
-        train = _set_stats(stats, ranks, 0, K)
-        loo_own = ranks.loo_corr if (ranks is not None and ranks.loo_corr is not None) else None
-        chosen, scores, ldas, offsets, Zs = _choose(kernels, train, codes, counts[0], self.selection, _baseline(self),
-                                                    self.switch_threshold, loo_own, sets.inner_parts(0, stats, ranks, K, codes))
-        self.kernel_, self.kernel_scores_ = chosen, scores
-        self.classifier_ = ldas[chosen]
-        self.embedding_ = Zs[chosen]
-        self.offset_ = float(offsets[chosen])
-        self.spearman_mode_ = plan[0]
-        self.sketch_idx_ = sketch
-        self.n_fit_passes_ = passes
-        self.train_codes_ = codes
-        if session is not None and group is not None:  # out of the work directory (removed once the fit succeeds)
-            self._drop_previous_group()
-            group = _resume.settle_group(self, group, self.workdir)
-        self._group = group
-        if group is not None:
-            self.class_means_ = _group_array(group, enc.CLASS_MEANS, arrays)
-            self.class_mean_ranks_ = _group_array(group, enc.CLASS_MEAN_RANKS, arrays) if use_rank else None
-        else:
-            self.class_means_ = stats.means[:K]
-            self.class_mean_ranks_ = None
-            if use_rank:
-                self.class_mean_ranks_ = S_mem[:K]
-        self.rank_sums_ = (ranks.s_sum[:K], ranks.s_sq[:K]) if ranks is not None else None
-        self._train_X = None
 
     def _model_group(self, arrays: dict) -> str:
         """The zarr group the fit writes its p-sized arrays into.
@@ -351,48 +270,6 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
             self._group = None
             self._group_spec = None
 
-    def _fit_full(self, data, kernels) -> None:
-        from wideml.passes.gram import gram_pass
-
-        n, p, K = data.n_samples, data.n_features, data.n_classes
-        self._drop_previous_group()
-        Xd = _dask_view(data)
-        graphs = [gram_pass(Xd)]
-        if "spearman" in kernels:
-            if _exact_block_rows(n, p, 0) < n:
-                raise WidemlError("form='full' with the spearman kernel ranks all of X at once, which does not fit the memory "
-                                  "budget; use form='fast' or raise wideml.memory-limit.")
-            graphs.append(enc.rank_gram_block(Xd))
-        results = compute(*graphs, label="EncoderClassifier fit (full kernel): Gram pass")
-        G, sq = results[0].raw_gram(), results[0].sq_norms()
-        A, offsets = {}, {}
-        for kern in kernels:
-            rank_stats = None
-            if kern == "spearman":
-                r = results[1]
-                rank_stats = (r["a_sum"], r["a_sq"], r["b_sum"], r["b_sq"], p)
-                A[kern], offsets[kern] = alg.full_kernel(kern, r["gram"], sq, sq, rank_stats=rank_stats)
-            else:
-                A[kern], offsets[kern] = alg.full_kernel(kern, G, sq, sq)
-        counts = np.bincount(data.codes, minlength=K)
-        inner = (_inner_folds(data.codes, np.arange(n), self.random_state)
-                 if self.selection == "cv_cross_entropy" and len(kernels) > 1 else ())
-        chosen, scores, ldas, Zs = _choose_full(kernels, A, data.codes, K, counts, self.selection, _baseline(self),
-                                                self.switch_threshold, inner)
-        self.kernel_, self.kernel_scores_ = chosen, scores
-        self.classifier_ = ldas[chosen]
-        self.embedding_ = Zs[chosen]
-        self.offset_ = float(offsets[chosen])
-        self.spearman_mode_ = "exact" if "spearman" in kernels else None
-        self.sketch_idx_ = None
-        self.n_fit_passes_ = 1
-        self.train_codes_ = data.codes
-        self.class_means_ = None
-        self.class_mean_ranks_ = None
-        self.rank_sums_ = None
-        self._group = None
-        self._train_X = Xd
-
     def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
         """Fit, then return the training embedding ``embedding_`` (no extra pass)."""
         return self.fit(X, y).embedding_
@@ -422,55 +299,8 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         if self.form == "full" and not (self.kernel_ == "linear" and self.class_means_ is not None):
             from wideml.passes.blocks import as_dask_array
 
-            return self._transform_full(Xd if Xmem is None else as_dask_array(Xmem))
-        m, p = (Xmem if Xmem is not None else Xd).shape
-        label = "EncoderClassifier: new data"
-        if self.kernel_ in ("linear", "euclidean"):
-            U = self.class_means_
-            local = Xmem if isinstance(U, np.ndarray) else None
-            out = _run(local, lambda: enc.anchor_local(Xmem, U, precision=self.precision_),
-                       lambda: enc.anchor_pass(_lazy(Xd, Xmem), U, precision=self.precision_), f"{label} (one pass)")
-            stats = alg.AnchorStats(out["cross"], out["x_sq"], out["u_sq"], p)
-            return alg.embed(self.kernel_, stats, self.offset_)[0]
-        s_sum, s_sq = self.rank_sums_
-        S = self.class_mean_ranks_
-        Xg = _lazy(Xd, Xmem) if (Xd is not None or not isinstance(S, np.ndarray)) else None
-        if self.spearman_mode_ == "approx":
-            sample = _run(Xmem, lambda: enc.sketch_local(Xmem, self.sketch_idx_), lambda: enc.sketch_pass(Xg, self.sketch_idx_),
-                          f"{label}: sampled values (pass 1/2)")
-            tables = alg.rank_tables(sample)
-            local = Xmem if isinstance(S, np.ndarray) else None
-            out = _run(local, lambda: enc.anchor_local(Xmem, None, S=S, x_tables=tables),
-                       lambda: enc.anchor_pass(Xg, None, S=S, x_tables=tables), f"{label}: estimated ranks (pass 2/2)")
-            rank_cross, r_sum, r_sq = out["rank_cross"], out["r_sum"], out["r_sq"]
-        else:
-            if isinstance(S, da.Array):
-                (S,) = compute(S, label="EncoderClassifier: read the class-mean ranks")
-            block = max(1, _exact_block_rows(m, p, len(self.classes_)))
-            rank_cross, r_sum, r_sq = np.empty((m, len(self.classes_))), np.empty(m), np.empty(m)
-            starts = list(range(0, m, block))
-            for i, r0 in enumerate(starts):
-                r1 = min(m, r0 + block)
-                res = _run(Xmem, lambda: enc.spearman_exact_local(Xmem, slice(r0, r1), S),
-                           lambda: enc.spearman_exact_block(Xg, slice(r0, r1), S), f"{label}: exact ranks (block {i + 1}/{len(starts)})")
-                rank_cross[r0:r1], r_sum[r0:r1], r_sq[r0:r1] = res["rank_cross"], res["r_sum"], res["r_sq"]
-        return alg.pearson_from_sums(rank_cross, r_sum, r_sq, s_sum, s_sq, p)
-
-    def _transform_full(self, Xd) -> np.ndarray:
-        from wideml.algebra.centering import class_weights
-
-        if self._train_X is None:
-            raise WidemlError("this full-kernel model has no training data attached; refit it or load it from a model saved after training on a store.")
-        K = len(self.classes_)
-        W = class_weights(self.train_codes_, K)
-        if self.kernel_ == "spearman":
-            (r,) = compute(enc.rank_gram_block(Xd, self._train_X), label="EncoderClassifier (full kernel): rank cross-products")
-            A, _ = alg.full_kernel("spearman", r["gram"], None, None,
-                                   rank_stats=(r["a_sum"], r["a_sq"], r["b_sum"], r["b_sq"], self.n_features_in_))
-        else:
-            (r,) = compute(enc.cross_gram_pass(Xd, self._train_X), label="EncoderClassifier (full kernel): cross-Gram pass")
-            A, _ = alg.full_kernel(self.kernel_, r["gram"], r["a_sq"], r["b_sq"], offset=self.offset_)
-        return A @ W
+            return transform_full(self, Xd if Xmem is None else as_dask_array(Xmem))
+        return transform_fast(self, Xmem, Xd)
 
     # -- classification --------------------------------------------------------------------
     def predict_proba(self, X) -> np.ndarray:
@@ -512,97 +342,13 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
 
     # -- model store -----------------------------------------------------------------------
     def _model_state(self):
-        check_is_fitted(self, "classifier_")
-        lda = self.classifier_
-        state = {
-            "n_features_in": int(self.n_features_in_),
-            "kernels": list(self.kernels_),
-            "kernel": self.kernel_,
-            "kernel_scores": {k: (None if math.isnan(v) else float(v)) for k, v in self.kernel_scores_.items()},
-            "offset": float(self.offset_),
-            "spearman_mode": self.spearman_mode_,
-            "precision": self.precision_,
-            "n_fit_passes": int(self.n_fit_passes_),
-            "lda_classes": np.asarray(lda.classes_).tolist(),
-        }
-        arrays = {
-            "classes": self.classes_,
-            "train_counts": self.train_counts_,
-            "lda_coef": lda.coef_,
-            "lda_intercept": lda.intercept_,
-            "embedding": self.embedding_,
-        }
-        if self.form == "full":
-            store = self.provenance_.get("store")
-            if self.kernel_ != "linear" and store is None:
-                raise WidemlError("a full-kernel encoder predicts from its training data, which was an in-memory array; "
-                                  "train it on a store (or use form='fast') to save it.")
-            state["train_store"] = store
-            arrays["train_codes"] = self.train_codes_
-            if self.kernel_ == "linear" and store is None:
-                # inner product: A W = X U^T, so the class means suffice
-                arrays["class_means"] = self._full_linear_means()
-            return state, arrays
-        arrays["class_means"] = self._chunked(self.class_means_)
-        if self.kernel_ == "spearman":
-            arrays["class_mean_ranks"] = self._chunked(self.class_mean_ranks_)
-            arrays["rank_sums"] = np.stack(self.rank_sums_)
-            if self.sketch_idx_ is not None:
-                arrays["sketch_idx"] = self.sketch_idx_
-        return state, arrays
-
-    def _chunked(self, A):
-        """p-sized in-memory arrays are saved chunked along features like X."""
-        if isinstance(A, np.ndarray):
-            width = int(getattr(self, "feature_chunk_", None) or A.shape[1])
-            return da.from_array(A, chunks=(A.shape[0], width))
-        return A
-
-    def _full_linear_means(self):
-        from wideml.algebra.centering import class_weights
-
-        W = class_weights(self.train_codes_, len(self.classes_))
-        (U,) = compute(da.from_array(W.T) @ self._train_X.astype(np.float64), label="EncoderClassifier: class means")
-        return U
+        """The JSON state and arrays saved in a model group (:func:`~wideml.estimators._encoder_model.model_state`)."""
+        return model_state(self)
 
     @classmethod
     def _from_model_state(cls, params, state, arrays):
-        est = cls(**params)
-        from wideml.storage.labels import classes_from_model
-
-        est.classes_ = classes_from_model(arrays["classes"])  # text classes: zarr reads StringDType, back to <U
-        est.n_features_in_ = int(state["n_features_in"])
-        est.kernels_ = tuple(state["kernels"])
-        est.kernel_ = state["kernel"]
-        est.kernel_scores_ = {k: (float("nan") if v is None else v) for k, v in state["kernel_scores"].items()}
-        est.offset_ = float(state["offset"])
-        est.spearman_mode_ = state["spearman_mode"]
-        est.precision_ = state["precision"]
-        est.n_fit_passes_ = int(state["n_fit_passes"])
-        est.train_counts_ = np.asarray(arrays["train_counts"][...])
-        est.embedding_ = np.asarray(arrays["embedding"][...])
-        lda = LinearDiscriminantAnalysis()
-        lda.coef_ = np.asarray(arrays["lda_coef"][...])
-        lda.intercept_ = np.asarray(arrays["lda_intercept"][...])
-        lda.classes_ = np.asarray(state["lda_classes"])
-        lda.n_features_in_ = lda.coef_.shape[1]
-        est.classifier_ = lda
-        est.sketch_idx_ = np.asarray(arrays["sketch_idx"][...]) if "sketch_idx" in arrays else None
-        est.rank_sums_ = tuple(np.asarray(arrays["rank_sums"][...])) if "rank_sums" in arrays else None
-        est.class_means_ = da.from_zarr(arrays["class_means"]) if "class_means" in arrays else None
-        est.class_mean_ranks_ = da.from_zarr(arrays["class_mean_ranks"]) if "class_mean_ranks" in arrays else None
-        est._group = None
-        est._train_X = None
-        if est.form == "full":
-            est.train_codes_ = np.asarray(arrays["train_codes"][...])
-            if state.get("train_store"):
-                from wideml.storage.featurestore import open_store
-
-                store = open_store(state["train_store"])
-                if store.n_features != est.n_features_in_ or store.n_samples != len(est.train_codes_):
-                    raise WidemlError(f"the training store {state['train_store']!r} of this full-kernel model has changed shape; refit the model.")
-                est._train_X = store.X
-        return est
+        """An encoder rebuilt from a model group (:func:`~wideml.estimators._encoder_model.from_model_state`)."""
+        return from_model_state(cls, params, state, arrays)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

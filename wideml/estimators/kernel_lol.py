@@ -16,8 +16,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from wideml.algebra.kpca import DEFAULT_TOL
 from wideml.algebra.lol import lol_projection
 from wideml.estimators.classifier import make_classifier
-from wideml.estimators.kpca import (KernelEmbeddingMixin, choose_landmarks, fit_basis, kernel_products, make_kernel, one_blas_thread,
-                                    training_input)
+from wideml.estimators._kernel_basis import fit_basis, make_kernel, one_blas_thread
+from wideml.estimators._kernel_embedding import KernelEmbeddingMixin
+from wideml.estimators._kernel_products import choose_landmarks, kernel_products
+from wideml.estimators._kernel_training import training_input
+from wideml.estimators._passes import FitPasses
 from wideml.estimators._resume import auto_resumable
 from wideml.estimators._params import KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams, Options
 
@@ -49,6 +52,8 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
     Attributes
     ----------
     classes_, basis_, components_ (d x r), embedding_ (n x d), classifier_, n_features_in_
+    n_fit_passes_ : int
+        Passes over X the fit made (1).
 
     Notes
     -----
@@ -91,7 +96,8 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         self.training_, codes, self.classes_ = training_input(X, y)
         Xd = self.training_.array()
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(Xd.shape[0], int(self.n_landmarks), codes, self.random_state)
-        products = kernel_products(self, self.training_, self.landmarks_, codes)
+        passes = FitPasses(self, self.n_fit_passes)
+        products = kernel_products(passes, self.training_, self.landmarks_, codes)
         with one_blas_thread():
             self.basis_, F = fit_basis(kernel, products, self.kpca_components, self.tol)
             G = F @ F.T
@@ -102,6 +108,7 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         self._codes = codes
         self._fit_head()
         self.n_features_in_ = int(Xd.shape[1])
+        passes.record()
         return self
 
     def _head(self):

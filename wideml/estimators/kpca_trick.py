@@ -27,8 +27,11 @@ from wideml.algebra.kernels import PAPER_SIGMAS, CombinedKernel, rbf_family
 from wideml.algebra.kpca import DEFAULT_TOL, fit_kpca
 from wideml.algebra.metric.dne import fit_dne
 from wideml.algebra.metric.lmnn import fit_lmnn
-from wideml.estimators.kpca import (KernelEmbeddingMixin, Products, choose_landmarks, fit_basis, make_kernel, one_blas_thread,
-                                    kernel_products, training_input)
+from wideml.estimators._kernel_basis import fit_basis, make_kernel, one_blas_thread
+from wideml.estimators._kernel_embedding import KernelEmbeddingMixin
+from wideml.estimators._kernel_products import Products, choose_landmarks, kernel_products
+from wideml.estimators._kernel_training import training_input
+from wideml.estimators._passes import FitPasses
 from wideml.estimators._resume import auto_resumable
 from wideml.estimators._params import (KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams, Interval, Options, Satisfies,
                                       positive_reals)
@@ -230,6 +233,8 @@ class KPCATrick(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
     selection_scores_ : ndarray or None
         CV accuracy per sigma (``cv``) or alignment weights (``alignment``).
     n_features_in_ : int
+    n_fit_passes_ : int
+        Passes over X the fit made (1).
 
     Notes
     -----
@@ -329,10 +334,12 @@ class KPCATrick(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         Xd = self.training_.array()
         n = Xd.shape[0]
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
-        products = kernel_products(self, self.training_, self.landmarks_, codes)
+        passes = FitPasses(self, self.n_fit_passes)
+        products = kernel_products(passes, self.training_, self.landmarks_, codes)
         with one_blas_thread():
             self._fit_algebra(products, codes)
         self.n_features_in_ = int(Xd.shape[1])
+        passes.record()
         return self
 
     def _fit_algebra(self, products: Products, codes: np.ndarray) -> None:

@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.randomized import centroid_differences
 from wideml.estimators import _resume
+from wideml.estimators._passes import FitPasses
 from wideml.estimators._input import fit_input, predict_input
 from wideml.estimators._params import BOOLEAN, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options, PathLike
 from wideml.estimators._workdir import new_model_group, work_array
@@ -118,11 +119,12 @@ class LFL(CheckedParams, TransformerMixin, BaseEstimator):
             w = data.X.chunks[1][0]
             arrays = {FEATURE_MEAN: ((p,), (w,)), CLASS_MEANS: ((K, p), (K, w)), CLASS_MEDIANS: ((K, p), (K, w))}
             group = _resume.model_group(session, arrays) if session else new_model_group(self, self.workdir, arrays)
-        st = _resume.run_pass(
+        passes = FitPasses(self, self.n_fit_passes)
+        st = passes.run(
             _resume.pass_checkpoint(session, 1, 1, kind="lfl"),
             lambda ck: lfl_fit_pass(data.X, data.codes, K, n_random=k, seed=int(self.random_state), density=density,
                                     robust=bool(self.robust_first), out_group=group, precision=precision, checkpoint=ck),
-            label="LFL fit: one pass",
+            "class statistics and sparse projection",
         )
         if session is not None and group is not None:  # out of the work directory (removed once the fit succeeds)
             group = _resume.settle_group(self, group, self.workdir)
@@ -142,7 +144,7 @@ class LFL(CheckedParams, TransformerMixin, BaseEstimator):
         self.density_ = density
         self.precision_ = precision
         self.solver_ = "lfl"
-        self.n_fit_passes_ = 1
+        passes.record()
         self.provenance_ = dict(data.source)
         self.feature_layout_ = data.layout
         self._chunk = int(data.X.chunks[1][0])
@@ -184,7 +186,8 @@ class LFL(CheckedParams, TransformerMixin, BaseEstimator):
     def _model_state(self):
         check_is_fitted(self, "_Dm")
         state = {"n_features_in": int(self.n_features_in_), "n_components": int(self.n_components_), "density": float(self.density_),
-                 "chunk": self._chunk, "solver": "lfl", "precision": getattr(self, "precision_", "float64")}
+                 "chunk": self._chunk, "solver": "lfl", "precision": getattr(self, "precision_", "float64"),
+                 "n_fit_passes": int(self.n_fit_passes_)}
         arrays = {"classes": self.classes_, "train_codes": self.train_codes_, "offset": self.offset_, "embedding": self.embedding_,
                   "Dm": self._Dm, "centroids": self.centroids_}
         return state, arrays
@@ -206,6 +209,7 @@ class LFL(CheckedParams, TransformerMixin, BaseEstimator):
         est.precision_ = state.get("precision", "float64")  # models saved before the precision option ran in float64
         est._chunk = state["chunk"]
         est.solver_ = "lfl"
+        est.n_fit_passes_ = state.get("n_fit_passes", cls.n_fit_passes)  # every LFL fit makes its one pass
         return est
 
     def __sklearn_tags__(self):

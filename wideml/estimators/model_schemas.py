@@ -22,7 +22,7 @@ _TRAIN_CODES = ArraySpec(("n_train",), "iu", codes_of="n_classes")
 
 GRAM_PROJECTOR = ModelSchema(
     state={"n_features_in": "int", "n_components": "int", "component_kinds": "list[str]", "solver": "str",
-           "solver_reason?": "str", "precision": "str"},
+           "solver_reason?": "str", "precision": "str", "n_fit_passes?": "int"},
     arrays={
         "classes": _CLASSES,
         "train_codes": _TRAIN_CODES,
@@ -37,7 +37,8 @@ GRAM_PROJECTOR = ModelSchema(
 )
 
 LFL = ModelSchema(
-    state={"n_features_in": "int", "n_components": "int", "density": "float", "chunk": "int", "solver": "str", "precision?": "str"},
+    state={"n_features_in": "int", "n_components": "int", "density": "float", "chunk": "int", "solver": "str", "precision?": "str",
+           "n_fit_passes?": "int"},
     arrays={
         "classes": _CLASSES,
         "train_codes": _TRAIN_CODES,
@@ -71,6 +72,7 @@ _KERNEL_STATE = {
     "basis": {"kernel": "dict", "grand_mean": "float", "n_nonzero": "int", "clipped": "float"},
     "training": {"path": "str|null", "shape": "list[int]"},
     "n_features_in": "int",
+    "n_fit_passes?": "int",  # absent from models saved before it was recorded (their fits made 1 pass)
 }
 _KERNEL_DIMS = {"n_features_in": "n_features", "training.shape.0": "n_train", "training.shape.1": "n_features"}
 _KERNEL_ARRAYS = {

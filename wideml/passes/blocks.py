@@ -214,6 +214,56 @@ def shared(value: Any) -> Any:
     return dask.delayed(value, pure=True, traverse=False)
 
 
+def graph_constant(value: Any, what: str = "constant") -> Any:
+    """``value`` as one graph node named by a random token: :func:`shared` for values slow to hash (thousands of rank tables)."""
+    import uuid
+
+    return dask.delayed(value, name=f"wideml-{what}-{uuid.uuid4().hex}", traverse=False)
+
+
+def sum_keyed(*parts: dict) -> dict:
+    """Sum dicts of chunk results key by key without touching them (arrays added, lists of pieces concatenated in order)."""
+    out = {}
+    for key, first in parts[0].items():
+        if isinstance(first, (list, tuple)):
+            out[key] = [item for part in parts for item in part[key]]
+        else:
+            out[key] = first.copy()
+            for part in parts[1:]:
+                out[key] += part[key]
+    return out
+
+
+def add_keyed_into(acc: dict, part: dict) -> dict:
+    """:func:`sum_keyed` as :func:`fold_in_lanes`'s ``add_into``: one chunk's dict added into a lane's ``acc`` in place."""
+    for key, value in part.items():
+        if isinstance(value, (list, tuple)):
+            acc[key] = list(acc[key]) + list(value)
+        else:
+            acc[key] += value
+    return acc
+
+
+def sum_chunk_results(fn: Callable[..., Any], arg_lists: Sequence[tuple], combine: Callable[..., Any],
+                      add_into: Callable[[Any, Any], Any] | None = None, checkpoint: Any = None) -> Any:
+    """Sum ``fn(*args)`` over chunks: independent chunk tasks in a bounded tree, or, resumable, folded in lanes.
+
+    For passes whose partial results are small (n-sized, n x K): one task per
+    entry of ``arg_lists``, reduced by :func:`tree_reduce` with ``combine``.
+    With a ``checkpoint`` the chunks are folded by ``add_into`` in lanes saved
+    into it (:func:`fold_in_lanes`), so a resumed pass does not read a chunk a
+    saved lane holds.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+    """
+    if checkpoint is not None:
+        return fold_in_lanes(fn, arg_lists, add_into, combine, checkpoint=checkpoint)
+    task = dask.delayed(fn, pure=True)
+    return tree_reduce([task(*args) for args in arg_lists], combine)
+
+
 def parallel_slots() -> int:
     """How many tasks the active scheduler runs at once.
 
@@ -347,6 +397,7 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
     return da.from_array(X, chunks=(shape[0], int(feature_chunk)), lock=False, asarray=True)
 
 
-
-
-__all__ = ["NonFiniteError", "as_dask_array", "check_finite", "feature_stripes", "fold_in_lanes", "parallel_slots", "shared", "tree_reduce"]
+__all__ = [
+    "NonFiniteError", "add_keyed_into", "as_dask_array", "check_finite", "feature_stripes", "fold_in_lanes", "graph_constant",
+    "parallel_slots", "shared", "sum_chunk_results", "sum_keyed", "tree_reduce",
+]

@@ -18,6 +18,9 @@ With ``ref_rows`` only those rows of the reference enter (landmarks for a
 Nystrom approximation: the cross-Gram is then m x n_landmarks, and the whole
 fit never forms an n x n matrix). Partial sums are added in place into a few sequential lanes' accumulators
 (:func:`wideml.passes.blocks.fold_in_lanes`), so memory does not grow with p.
+
+:func:`raw_cross_gram_pass` is the uncentred form (raw products X' R^T and squared row norms, summed in a
+tree), which the encoder's full-kernel form uses.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import numpy as np
 
 from wideml.algebra.kernels import cross_sq_distances
 from wideml.exceptions import WidemlError
-from wideml.passes.blocks import check_finite, feature_stripes, fold_in_lanes
+from wideml.passes.blocks import check_finite, feature_stripes, fold_in_lanes, sum_keyed, tree_reduce
 
 
 @dataclass
@@ -169,6 +172,38 @@ def cross_gram_pass(X_new: da.Array, X_ref: da.Array, ref_rows: np.ndarray | Non
     return dask.delayed(_finish, pure=True)(total, int(X_ref.shape[1]))
 
 
+def _raw_pair_products(new_block, ref_block, offset):
+    a = np.asarray(new_block, dtype=np.float64)
+    b = np.asarray(ref_block, dtype=np.float64)
+    check_finite(a, int(offset))
+    return {"gram": a @ b.T, "a_sq": np.square(a).sum(axis=1), "b_sq": np.square(b).sum(axis=1)}
+
+
+def raw_cross_gram_pass(X_new: da.Array, X_ref: da.Array):
+    """The uncentred cross-products X_new X_ref^T and both sets' squared row norms, in **one pass** over each.
+
+    Unlike :func:`cross_gram_pass`, nothing is centred: each aligned pair of
+    stripes adds its raw float64 products, and the partial sums are reduced in
+    a bounded tree (:func:`~wideml.passes.blocks.tree_reduce`). The encoder's
+    full-kernel form uses it.
+
+    Parameters
+    ----------
+    X_new : dask.array.Array of shape (m, p)
+    X_ref : dask.array.Array of shape (n, p)
+        Re-chunked to ``X_new``'s feature chunks when they differ.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a dict with ``gram`` (m x n), ``a_sq`` (m) and ``b_sq`` (n).
+    """
+    a_stripes, offsets = feature_stripes(X_new)
+    b_stripes, _ = feature_stripes(X_ref.rechunk((X_ref.shape[0], X_new.chunks[1])))
+    task = dask.delayed(_raw_pair_products, pure=True)
+    return tree_reduce([task(a, b, int(o)) for a, b, o in zip(a_stripes, b_stripes, offsets)], sum_keyed)
+
+
 def cross_state(stats: CrossStats) -> tuple:
     """A :class:`CrossStats` as a checkpointable tuple (see :func:`wideml.runtime.checkpoint.save_state`)."""
     return (stats.C, stats.r_new, stats.r_ref, float(stats.s), stats.sq_new, stats.sq_ref, int(stats.n_features))
@@ -179,4 +214,4 @@ def cross_from_state(state: tuple) -> CrossStats:
     return CrossStats(C=C, r_new=r_new, r_ref=r_ref, s=float(s), sq_new=sq_new, sq_ref=sq_ref, n_features=int(n_features))
 
 
-__all__ = ["CrossStats", "cross_from_state", "cross_gram_pass", "cross_state"]
+__all__ = ["CrossStats", "cross_from_state", "cross_gram_pass", "cross_state", "raw_cross_gram_pass"]

@@ -33,6 +33,7 @@ import numpy as np
 
 from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, sub_stripe_width
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
+from wideml.passes.outputs import write_output
 from wideml.passes.timing import phase, product
 
 #: Names of the p-sized arrays the pass writes into a model group.
@@ -90,22 +91,6 @@ class GramStats:
         return np.diag(self.G) + 2 * self.r + self.s
 
 
-def _write(group_path: str | None, name: str, values: np.ndarray, offset: int) -> None:
-    if group_path is None:
-        return
-    from wideml.storage.rawchunks import write_aligned
-
-    if write_aligned(f"{group_path}/{name}", values, offset, axis=values.ndim - 1):
-        return
-    import zarr
-
-    arr = zarr.open_array(f"{group_path}/{name}", mode="r+")
-    if values.ndim == 1:
-        arr[offset : offset + values.shape[0]] = values
-    else:
-        arr[:, offset : offset + values.shape[1]] = values
-
-
 def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_group, width=None):
     """Statistics of one chunk, computed in sub-stripes of at most ``width`` features (memory budget)."""
     block, owned = materialise(block)
@@ -122,7 +107,7 @@ def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_gr
     if keep:  # one chunk-aligned write per output array
         with phase("writes"):
             for name in outputs[0]:
-                _write(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
+                write_output(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
     return _combine(*parts) if len(parts) > 1 else parts[0]
 
 

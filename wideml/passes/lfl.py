@@ -31,8 +31,9 @@ import numpy as np
 
 from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
-from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
+from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import sparse_sign_rows
+from wideml.passes.outputs import write_output
 
 
 def _times_sparse(x: np.ndarray, R) -> np.ndarray:
@@ -136,10 +137,10 @@ def _lfl_swept_chunk(block, offset, codes, n_classes, robust, seed, k, density, 
     if not (np.isfinite(S).all() and np.isfinite(P).all() and np.isfinite(XR).all()):
         return None
     m = means_from_class_sums(c64, S, n)
-    _write(out_group, CLASS_MEANS, means, offset)
-    _write(out_group, FEATURE_MEAN, m, offset)
+    write_output(out_group, CLASS_MEANS, means, offset)
+    write_output(out_group, FEATURE_MEAN, m, offset)
     if robust:
-        _write(out_group, CLASS_MEDIANS, cent, offset)
+        write_output(out_group, CLASS_MEDIANS, cent, offset)
     P = as_float64(P)
     XC = P[:, :n_classes] + P[:, n_classes:] + (cent @ c64)  # X C^T = X_c (C - c)^T + (X_c c) 1^T + 1 (C c)^T
     Rt = lambda v: np.bincount(R.col, weights=R.data * v[R.row], minlength=k)  # noqa: E731  R^T v, straight from the triplets
@@ -198,10 +199,10 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
     if m is None:  # from the class sums: no extra sweep over the chunk
         m = means_from_class_sums(c, S, x.shape[0])
     cent = medians if robust else means
-    _write(out_group, CLASS_MEANS, means, offset)
-    _write(out_group, FEATURE_MEAN, m, offset)
+    write_output(out_group, CLASS_MEANS, means, offset)
+    write_output(out_group, FEATURE_MEAN, m, offset)
     if robust:
-        _write(out_group, CLASS_MEDIANS, cent, offset)
+        write_output(out_group, CLASS_MEDIANS, cent, offset)
     # One product for X_c (C - c)^T and r = X_c c; X C^T = X_c (C - c)^T + r 1^T + 1 (C c)^T.
     P = as_float64(x @ np.vstack([cent - c, c]).T.astype(dt))
     XC = P[:, :n_classes] + P[:, n_classes:] + (cent @ c)

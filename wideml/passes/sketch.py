@@ -41,8 +41,9 @@ import numpy as np
 
 from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, sub_stripe_width, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, one_hot, work_dtype
-from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, _write
+from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import gaussian_rows
+from wideml.passes.outputs import write_output
 from wideml.passes.timing import phase, product
 
 CENTRINGS = ("class", "pooled")
@@ -94,7 +95,7 @@ def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, me
             np.save(f"{out_group}/{SKETCH_BASIS}/{int(offset)}.npy", np.concatenate([o[SKETCH_BASIS] for o in outputs], axis=0))
         elif out_group is not None and Q is None:
             for name in outputs[0]:
-                _write(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
+                write_output(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
     return _combine(*parts) if len(parts) > 1 else parts[0]
 
 

@@ -15,13 +15,10 @@ import numpy as np
 
 from wideml.exceptions import PerformanceWarning, StoreError
 from wideml.storage import schema
-from wideml.storage.integrity import check_hdf5_complete, check_layout_complete, chunk_layout
+from wideml.storage.integrity import check_hdf5_complete
 from wideml.storage.reader import DIRECT_READERS, HDF5Reader, ZarrReader
 from wideml.storage.spatial import MASK_NAME, check_spatial_record
-
-#: Values of the store attribute ``missing_chunks``: "error" (the default: a missing chunk of X is an
-#: error naming it) or "fill" (the store says missing chunks mean the fill value, as zarr reads them).
-MISSING_CHUNKS = ("error", "fill")
+from wideml.storage.store_checks import check_attrs, check_x_meta, check_zarr_chunks, checked_feature_shape, read_zarr_attrs, zarr_call
 
 
 @dataclass(frozen=True)
@@ -97,7 +94,7 @@ class FeatureStore:
                 return read_spatial(handle, self.attrs, where)
         import zarr
 
-        return _zarr_call(self.path, lambda: read_spatial(zarr.open_group(str(self.path), mode="r"), self.attrs, where))
+        return zarr_call(self.path, lambda: read_spatial(zarr.open_group(str(self.path), mode="r"), self.attrs, where))
 
     def class_counts(self) -> dict[Any, int]:
         """Number of samples per label, in sorted label order (empty if unlabelled)."""
@@ -180,32 +177,6 @@ def format_summary(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _read_attrs_zarr(path: Path) -> tuple[Any, dict]:
-    import zarr
-
-    meta = path / "zarr.json"
-    if not meta.is_file():
-        if (path / ".zgroup").is_file():
-            raise StoreError(f"{str(path)!r} is a zarr v2 group; wideml reads zarr v3 — convert it with `wideml ingest`.")
-        raise StoreError(f"{str(path)!r} is not a feature store (no zarr.json); create one with `wideml ingest` or `wideml simulate`.")
-    try:
-        json.loads(meta.read_text())
-        group = zarr.open_group(str(path), mode="r")
-    except Exception as exc:  # corrupt metadata surfaces as many different errors
-        raise StoreError(f"{str(path)!r} has unreadable zarr metadata ({type(exc).__name__}); the store is corrupt — recreate it.") from None
-    return group, dict(group.attrs.get(schema.ATTRS_KEY, {}))
-
-
-def _zarr_call(path: Path, fn):
-    """Run a zarr metadata/array read, turning the many errors of a corrupt store into one StoreError."""
-    try:
-        return fn()
-    except StoreError:
-        raise
-    except Exception as exc:  # corrupt array metadata or chunks surface as many different errors
-        raise StoreError(f"{str(path)!r} has unreadable zarr arrays ({type(exc).__name__}); the store is corrupt — recreate it.") from None
-
-
 def open_store(path: str | os.PathLike) -> FeatureStore:
     """Open a feature store and validate it from its metadata (no pass over X).
 
@@ -246,9 +217,9 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         raise StoreError(f"no feature store at {str(path)!r}; check the path, or create one with `wideml ingest` or `wideml simulate`.")
     fmt = "hdf5" if path.is_file() else "zarr"
     if fmt == "zarr":
-        group, attrs = _read_attrs_zarr(path)
-        keys = _zarr_call(path, lambda: set(group.array_keys()))
-        get = lambda name: _zarr_call(path, lambda: group[name])  # noqa: E731
+        group, attrs = read_zarr_attrs(path)
+        keys = zarr_call(path, lambda: set(group.array_keys()))
+        get = lambda name: zarr_call(path, lambda: group[name])  # noqa: E731
     else:
         import h5py
 
@@ -268,35 +239,18 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         get = None
     if schema.X_NAME not in keys:
         raise StoreError(f"{str(path)!r} is not a feature store (it has no array 'X'); create one with `wideml ingest` or `wideml simulate`.")
-    if attrs and attrs.get("schema") not in (None, schema.FEATURE_STORE_SCHEMA):
-        kind = attrs.get("schema")
-        raise StoreError(f"{str(path)!r} is a {kind!r}, not a feature store; pass a store made by `wideml ingest` or `wideml simulate`.")
-    if attrs.get("version", 1) > schema.FEATURE_STORE_VERSION:
-        raise StoreError(
-            f"{str(path)!r} uses feature-store schema version {attrs['version']}, newer than this wideml "
-            f"understands ({schema.FEATURE_STORE_VERSION}); upgrade wideml."
-        )
-    _check_marks(path, attrs)
+    check_attrs(path, attrs)
     fill = attrs.get("missing_chunks") == "fill"
 
     if fmt == "zarr":
         xa = get(schema.X_NAME)
         shape, dtype, chunks = xa.shape, xa.dtype, xa.chunks
-        smalls = {k: _zarr_call(path, lambda k=k: np.asarray(get(k)[...])) for k in keys if k not in (schema.X_NAME, MASK_NAME)}
+        smalls = {k: zarr_call(path, lambda k=k: np.asarray(get(k)[...])) for k in keys if k not in (schema.X_NAME, MASK_NAME)}
     else:
         shape, dtype, chunks = meta[schema.X_NAME]
         smalls = small
     dtype = np.dtype(dtype) if not hasattr(dtype, "to_native_dtype") else dtype
-    if len(shape) != 2:
-        raise StoreError(
-            f"X in {str(path)!r} has {len(shape)} dimension(s) (shape {tuple(shape)}); a store holds a 2-D "
-            "(n_samples, n_features) array — flatten each sample and keep its shape in feature_shape."
-        )
-    if not (np.issubdtype(np.dtype(dtype), np.number) or np.dtype(dtype) == bool):
-        raise StoreError(f"X in {str(path)!r} has dtype {dtype}, which is not numeric; store floats or integers.")
-    n, p = int(shape[0]), int(shape[1])
-    if n < 1 or p < 1:
-        raise StoreError(f"X in {str(path)!r} is empty (shape {tuple(shape)}); ingest at least one sample and one feature.")
+    n, p = check_x_meta(path, shape, dtype)
 
     y = smalls.get(schema.Y_NAME)
     if y is not None:
@@ -319,7 +273,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         reader = ZarrReader(str(path), schema.X_NAME, (n, p), np.dtype(dtype), chunks, missing="fill" if fill else "error")
         for name in sorted(keys):  # labels and ids are never filled: a missing chunk there is an error
             if name != schema.X_NAME or not fill:
-                _check_zarr_chunks(path, name)
+                check_zarr_chunks(path, name)
     else:
         reader = HDF5Reader(str(path), schema.X_NAME, (n, p), np.dtype(dtype), chunks)
     X = da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=np.dtype(dtype)),
@@ -334,7 +288,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
             PerformanceWarning,
             stacklevel=2,
         )
-    feature_shape = _feature_shape(path, attrs.get("feature_shape"), p)
+    feature_shape = checked_feature_shape(path, attrs.get("feature_shape"), p)
     check_spatial_record(attrs, keys, p, f"the store at {path}")
     return FeatureStore(
         path=path,
@@ -348,47 +302,6 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         attrs=attrs,
         codec=reader.describe_codec(),
     )
-
-
-def _check_marks(path: Path, attrs: dict) -> None:
-    """Refuse a store wideml did not finish writing, or one whose ``missing_chunks`` attribute is unknown."""
-    if attrs.get("missing_chunks", "error") not in MISSING_CHUNKS:
-        raise StoreError(
-            f"the store at {path} has missing_chunks = {attrs['missing_chunks']!r} in its wideml attributes; "
-            "set it to 'fill' (missing chunks of X mean the fill value) or 'error', or remove it."
-        )
-    unfinished = attrs.get("complete") is False or (attrs.get("version", 1) >= 2 and attrs.get("complete") is not True)
-    if unfinished:
-        raise StoreError(
-            f"the store at {path} is not marked complete (its writer was interrupted, or it was copied before it was "
-            "finished), so some of X may never have been written; write the store again."
-        )
-
-
-def _check_zarr_chunks(path: Path, name: str = schema.X_NAME) -> None:
-    """One listing of an array's chunk files against its chunk grid (and, if sharded, each shard's index)."""
-    meta_path = path / name / "zarr.json"
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError):
-        raise StoreError(f"{str(path)!r} has unreadable metadata for {name}; the store is corrupt — recreate it.") from None
-    layout = chunk_layout(path / name, meta)
-    if layout is not None:
-        check_layout_complete(layout, f"{name} of the store at {path}")
-
-
-def _feature_shape(path: Path, value, n_features: int) -> tuple[int, ...] | None:
-    """The store's ``feature_shape`` attribute, checked: positive integers whose product is the number of features."""
-    if value is None or value == []:
-        return None
-    ok = isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-    if not ok:
-        raise StoreError(f"the store at {path} has feature_shape = {value!r} in its wideml attributes, which is not a list of "
-                         "positive integers; fix the attribute (e.g. [91, 109, 91]) or remove it.")
-    if int(np.prod(value)) != n_features:
-        raise StoreError(f"the store at {path} has feature_shape = {list(value)} ({int(np.prod(value))} values) but X has "
-                         f"{n_features} features; fix the attribute or remove it.")
-    return tuple(int(v) for v in value)
 
 
 def _mtime_token(path: Path) -> str:
