@@ -43,7 +43,24 @@ FITS = {
 }
 
 
-def _isolated_rate(shape: tuple, threads: int, repeats: int = 5) -> float:
+def _concurrent_seconds(work, threads: int, repeats: int = 5) -> float:
+    """Median wall seconds of ``threads`` copies of ``work()`` run at once, BLAS on one thread each."""
+    from threadpoolctl import threadpool_limits
+
+    times = []
+    with threadpool_limits(1, user_api="blas"):
+        for _ in range(repeats):
+            ts = [threading.Thread(target=work) for _ in range(threads)]
+            t0 = time.perf_counter()
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _isolated_rate(shape: tuple, threads: int) -> float:
     """GFLOP/s of one product of this signature run alone (threads = 1) or as ``threads`` concurrent copies."""
     m, k, n, dtype, a_order, b_order = shape
     rng = np.random.default_rng(0)
@@ -58,37 +75,13 @@ def _isolated_rate(shape: tuple, threads: int, repeats: int = 5) -> float:
         for _ in range(reps):
             a @ b
 
-    from threadpoolctl import threadpool_limits
-
-    times = []
-    with threadpool_limits(1, user_api="blas"):
-        for _ in range(repeats):
-            ts = [threading.Thread(target=work) for _ in range(threads)]
-            t0 = time.perf_counter()
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join()
-            times.append(time.perf_counter() - t0)
-    return threads * reps * flops / statistics.median(times) / 1e9
+    return threads * reps * flops / _concurrent_seconds(work, threads) / 1e9
 
 
-def _isolated_gram_rate(m: int, k: int, dtype: str, threads: int, repeats: int = 5) -> float:
+def _isolated_gram_rate(m: int, k: int, dtype: str, threads: int) -> float:
     """GFLOP/s (m m k per product) of x @ x.T (numpy's SYRK) for an (m, k) chunk, alone or as ``threads`` copies."""
     x = np.random.default_rng(0).standard_normal((m, k)).astype(dtype)
-    from threadpoolctl import threadpool_limits
-
-    times = []
-    with threadpool_limits(1, user_api="blas"):
-        for _ in range(repeats):
-            ts = [threading.Thread(target=lambda: x @ x.T) for _ in range(threads)]
-            t0 = time.perf_counter()
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join()
-            times.append(time.perf_counter() - t0)
-    return threads * m * m * k / statistics.median(times) / 1e9
+    return threads * m * m * k / _concurrent_seconds(lambda: x @ x.T, threads) / 1e9
 
 
 def _profile(ctor: str, store, scheduler: str):
