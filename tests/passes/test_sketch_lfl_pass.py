@@ -155,3 +155,28 @@ def test_lfl_fit_and_project_match_raw_products(robust, precision, tol):
     (Z,) = dask.compute(lfl_project_pass(Xd, C, Dm, n_random=4, seed=SEED, density=0.05, precision=precision), scheduler="sync")
     ref = X64 @ np.hstack([C.T @ Dm, R])
     np.testing.assert_allclose(Z - Z.mean(0), ref - ref.mean(0), rtol=0, atol=tol * np.abs(ref - ref.mean(0)).max())
+
+
+@pytest.mark.parametrize("precision", ["float64", "auto"])
+@pytest.mark.parametrize("centring", ["class", "pooled"])
+@pytest.mark.parametrize("chunks", [(60, 500), (60, 77)])
+def test_power_step_in_several_fused_blocks_per_chunk(monkeypatch, chunks, centring, precision):
+    """A power step multiplies each block of FUSE_COLS features twice in a row: with blocks smaller than the
+    chunk (and a ragged last block) M M^T Q and the final pass's Z^T Z still match the dense operator."""
+    import wideml.passes.sketch as sketch
+
+    monkeypatch.setattr(sketch, "FUSE_COLS", 23)
+    X, codes = _data(np.float32 if precision == "auto" else np.float64)
+    M, m, _, _ = _dense(X, codes, centring)
+    Q = np.linalg.qr(M @ gaussian_rows(SEED, 0, X.shape[1], N_COLS))[0]
+    tol = 1e-9 if precision == "float64" else 1e-5
+    Z, _, _, _ = _sketch(X, codes, chunks, centring, precision, Q=Q)
+    ref = M @ (M.T @ Q)
+    np.testing.assert_allclose(Z, ref, rtol=0, atol=tol * np.abs(ref).max())
+    graph = sketch_pass(da.from_array(X, chunks=chunks), codes, 3, n_cols=N_COLS, seed=SEED, centring=centring, Q=Q,
+                        final=True, precision=precision)
+    (Y, _, _, sums), = dask.compute(graph, scheduler="sync")
+    Zr = M.T @ Q
+    np.testing.assert_allclose(sums["ZtZ"], Zr.T @ Zr, rtol=0, atol=tol * np.abs(Zr.T @ Zr).max())
+    XZ = (X.astype(np.float64) - m) @ Zr
+    np.testing.assert_allclose(Y, XZ, rtol=0, atol=tol * np.abs(XZ).max())

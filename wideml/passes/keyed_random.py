@@ -22,14 +22,12 @@ def _tile_generator(seed: int, stream: int, tile: int) -> np.random.Generator:
     return np.random.Generator(np.random.Philox(np.random.SeedSequence([int(seed), stream, int(tile)])))
 
 
-def gaussian_rows(seed: int, start: int, stop: int, n_cols: int, out: np.ndarray | None = None) -> np.ndarray:
+def gaussian_rows(seed: int, start: int, stop: int, n_cols: int) -> np.ndarray:
     """Rows ``start:stop`` of a p x n_cols standard Gaussian matrix, shape (stop - start, n_cols), float64.
 
-    ``out``, when given, must be a C-contiguous float64 array of that shape:
-    whole tiles are generated straight into it (no temporary per tile).
+    Whole tiles are generated straight into the result (no temporary per tile).
     """
-    if out is None:
-        out = np.empty((stop - start, n_cols))
+    out = np.empty((stop - start, n_cols))
     for t in range(start // TILE, -(-stop // TILE)):
         t0, t1 = t * TILE, (t + 1) * TILE
         gen = _tile_generator(seed, GAUSSIAN, t)
