@@ -11,7 +11,6 @@ from sklearn.model_selection import StratifiedKFold, check_cv
 
 from wideml.algebra import encoder as alg
 from wideml.estimators import _resume
-from wideml.estimators._encoder_data import _fit_data
 from wideml.estimators._encoder_fit import (
     _baseline,
     _choose,
@@ -24,6 +23,7 @@ from wideml.estimators._encoder_fit import (
     _spearman_plan,
     _validate_params,
 )
+from wideml.estimators._input import fit_input
 from wideml.estimators._params import CV_FOLDS, NONE, SEED, check_parameters
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
@@ -81,7 +81,7 @@ def cross_validate_encoder(
     check_parameters("cross_validate_encoder", {k: v for k, v in params.items() if k not in ("form", "workdir")},
                      est._parameter_constraints)
     kernels = _validate_params(est)
-    data = _fit_data(X, y)
+    data = fit_input(X, y)
     n, p, K = data.n_samples, data.n_features, data.n_classes
     if isinstance(cv, numbers.Integral):
         min_count = int(np.bincount(data.codes).min())
@@ -96,7 +96,7 @@ def cross_validate_encoder(
     use_rank = "spearman" in kernels
     plan = _spearman_plan(spearman, n, p, W.shape[1]) if use_rank else (None, 0)
     sketch = alg.sketch_features(p, sketch_size, est.random_state) if plan[0] == "approx" else None
-    prec = _precision(precision, (data.X if data.X is not None else data.numpy_X).dtype)
+    prec = _precision(precision, data.dtype)
     Xmem = data.numpy_X
     need_sq = _needs_row_norms(kernels, selection)
     session = None
@@ -106,7 +106,7 @@ def cross_validate_encoder(
     total = 2 if plan[0] == "approx" else 1
     ck = _resume.pass_checkpoint(session, 500, total, label=f"encoder cross-validation, pass 1/{total}", kind="encoder-cv-stats",
                                  W=_resume.digest(W), sketch=_resume.digest(sketch), need_sq=need_sq, precision=prec)
-    stats = _class_stats(data.X, Xmem, W, sketch=sketch, keep=plan[0] == "exact", precision=prec, need_sq=need_sq,
+    stats = _class_stats(data.dask_X, Xmem, W, sketch=sketch, keep=plan[0] == "exact", precision=prec, need_sq=need_sq,
                          label=f"encoder cross-validation: one pass for {len(folds)} folds", checkpoint=ck)
     passes, ranks = 1, None
     loo = None
@@ -115,7 +115,7 @@ def cross_validate_encoder(
             loo = enc.LooSpec.from_sets(data.codes, K, plan_sets.sets[: len(folds)], counts)
         rank_ck = _resume.pass_checkpoint(session, 501, total, label="encoder cross-validation, pass 2/2", kind="encoder-cv-ranks",
                                           stats=_resume.digest(stats.sketch), loo=loo is not None) if plan[0] == "approx" else None
-        ranks, _, extra = _spearman_fit_passes(data.X, W, stats, plan, loo, n_write=0, out_group=None,
+        ranks, _, extra = _spearman_fit_passes(data.dask_X, W, stats, plan, loo, n_write=0, out_group=None,
                                                label="encoder cross-validation", Xmem=Xmem, checkpoint=rank_ck)
         passes += extra
     fold_errors, selected, fold_scores = [], [], []

@@ -55,7 +55,7 @@ def fit_fast(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
     ranks must be split. Recorded in ``est.n_fit_passes_``.
     """
     n, p, K = data.n_samples, data.n_features, data.n_classes
-    codes, Xd = data.codes, data.X
+    codes, Xd = data.codes, data.dask_X  # None for in-memory input: its passes run on numpy_X directly
     sets = _SetPlan(codes, [np.arange(n)], est.selection == "cv_cross_entropy" and len(kernels) > 1, est.random_state)
     W, counts = alg.stacked_class_weights(codes, K, sets.sets)
     use_rank = "spearman" in kernels

@@ -11,7 +11,8 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from wideml.algebra import encoder as alg
-from wideml.estimators._encoder_data import _one_blas_thread, _run
+from wideml.estimators._encoder_data import _run
+from wideml.estimators._passes import one_blas_thread
 from wideml.estimators._params import NONE, PRECISION, SEED, Interval, Options, PathLike, Satisfies
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
@@ -39,11 +40,11 @@ def _lda(Z: np.ndarray, codes: np.ndarray) -> LinearDiscriminantAnalysis:
     classifier.
     """
     n_classes = int(codes.max()) + 1 if len(codes) else 0
-    with _one_blas_thread():
+    with one_blas_thread():
         fit = alg.lda_svd(Z, codes, n_classes)
     if fit is not None:
         return _lda_model(fit, Z.shape[1], n_classes)
-    with warnings.catch_warnings(), _one_blas_thread():
+    with warnings.catch_warnings(), one_blas_thread():
         warnings.simplefilter("ignore")
         try:
             return LinearDiscriminantAnalysis().fit(Z, codes)
@@ -114,9 +115,9 @@ def _proba(lda: LinearDiscriminantAnalysis, Z: np.ndarray) -> np.ndarray:
     if (isinstance(Z, np.ndarray) and Z.ndim == 2 and Z.dtype.kind == "f" and coef is not None and coef.ndim == 2
             and Z.shape[1] == coef.shape[1] and (coef.shape[0] == len(lda.classes_) or (coef.shape[0] == 1 and len(lda.classes_) == 2))
             and np.isfinite(Z).all()):
-        with _one_blas_thread():
+        with one_blas_thread():
             return alg.lda_proba(coef, lda.intercept_, Z)
-    with warnings.catch_warnings(), _one_blas_thread():
+    with warnings.catch_warnings(), one_blas_thread():
         warnings.simplefilter("ignore")
         return lda.predict_proba(Z)
 

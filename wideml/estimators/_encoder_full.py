@@ -17,7 +17,6 @@ import numpy as np
 
 from wideml.algebra import encoder as alg
 from wideml.algebra.centering import class_weights
-from wideml.estimators._encoder_data import _dask_view
 from wideml.estimators._encoder_fit import _baseline, _exact_block_rows, _inner_folds, _lda, _proba
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
@@ -96,7 +95,7 @@ def fit_full(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
     """
     n, p, K = data.n_samples, data.n_features, data.n_classes
     est._drop_previous_group()
-    Xd = _dask_view(data)
+    Xd = data.X
     graphs = [gram_pass(Xd)]
     if "spearman" in kernels:
         if _exact_block_rows(n, p, 0) < n:

@@ -19,16 +19,20 @@ from wideml.storage.writer import check_labels
 
 @dataclass
 class FitInput:
-    """Validated training input.
+    """Validated training input, the same for every estimator.
 
     Attributes
     ----------
     X : dask.array.Array of shape (n_samples, n_features), full-height regular feature chunks
+        For in-memory input it is made from ``numpy_X`` on first use, so a fit
+        that runs its passes directly on the array builds no graph.
     y : ndarray of shape (n_samples,)
     classes : ndarray of shape (n_classes,)
     codes : ndarray of int64, shape (n_samples,)
     in_memory : bool
-        True for numpy input: fitted p-sized arrays are then kept in memory.
+        True for numpy input: fitted p-sized arrays are then kept in memory,
+        and passes may run directly on ``numpy_X`` (:meth:`FitPasses.run
+        <wideml.estimators._passes.FitPasses.run>` with ``local=``).
     numpy_X : ndarray or None
         The original array when ``in_memory``.
     source : dict
@@ -43,7 +47,7 @@ class FitInput:
         The image space of the features (a store ingested from images), else None.
     """
 
-    X: da.Array
+    dask_X: da.Array | None
     y: np.ndarray
     classes: np.ndarray
     codes: np.ndarray
@@ -54,12 +58,26 @@ class FitInput:
     spatial: SpatialReference | None = None
 
     @property
+    def X(self) -> da.Array:
+        if self.dask_X is None:
+            self.dask_X = regular_feature_chunks(as_dask_array(self.numpy_X))
+        return self.dask_X
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.numpy_X.shape) if self.dask_X is None else tuple(self.dask_X.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.numpy_X.dtype if self.dask_X is None else self.dask_X.dtype
+
+    @property
     def n_samples(self) -> int:
-        return int(self.X.shape[0])
+        return int(self.shape[0])
 
     @property
     def n_features(self) -> int:
-        return int(self.X.shape[1])
+        return int(self.shape[1])
 
     @property
     def n_classes(self) -> int:
@@ -82,12 +100,41 @@ def _numpy_input(X, min_samples: int = 2):
     return check_array(X, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=min_samples)
 
 
+def _is_lazy_source(X) -> bool:
+    """Dask, zarr and h5py arrays (and stores): read by the passes, never loaded whole."""
+    return isinstance(X, (FeatureStore, da.Array)) or hasattr(X, "store_path") or type(X).__module__.startswith(("zarr", "h5py"))
+
+
+def memory_input(X, n_features: int | None = None, name: str = "the model") -> np.ndarray | None:
+    """A validated in-memory array for numpy-like input; None for dask, zarr, h5py arrays, stores and images.
+
+    A float64/float32 2-D ndarray is taken as it is (what ``check_array``
+    would return, without its overhead); other array-likes go through
+    scikit-learn's ``check_array``. With ``n_features`` (new data for a fitted
+    model) the feature count is checked.
+    """
+    if _is_lazy_source(X) or is_image_input(X):
+        return None
+    min_samples = 1 if n_features is not None else 2
+    if (type(X) is np.ndarray and X.ndim == 2 and X.dtype in (np.float64, np.float32) and X.shape[0] >= min_samples
+            and X.shape[1] >= 1):
+        Xm = X
+    else:
+        Xm = _numpy_input(X, min_samples=min_samples)
+    if n_features is not None and Xm.shape[1] != n_features:
+        raise WidemlError(f"X has {Xm.shape[1]} features, but {name} is expecting {n_features} features as input; "
+                          "give data with the training features in the same order.")
+    return Xm
+
+
 def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
     """Validate (X, y) from any supported source; no pass over X (metadata only).
 
+    Every estimator's fit starts here.
+
     Parameters
     ----------
-    X : array-like, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
+    X : array-like, dask array, zarr/h5py array, FeatureStore or images of shape (n_samples, n_features)
     y : array-like of shape (n_samples,) or None
         Labels of any kind (ints, bools, strings, ``StringDType``, pandas
         categoricals), kept as given (:func:`wideml.storage.labels.normalise_labels`);
@@ -99,6 +146,8 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
     Returns
     -------
     FitInput
+        In-memory input keeps its array (``numpy_X``) and builds its dask
+        view only when a pass needs a graph.
     """
     source: dict = {}
     numpy_X = None
@@ -115,25 +164,26 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
         X, spatial, layout = images_as_input(X)
     if y is None and require_labels:
         raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
-    if isinstance(X, da.Array) or hasattr(X, "store_path") or type(X).__module__.startswith(("zarr", "h5py")):
+    Xd = None
+    if _is_lazy_source(X):
         source = source or {"input": type(X).__module__.split(".")[0]}
         Xd = as_dask_array(X)
+        if Xd.ndim != 2:
+            raise WidemlError(f"X must be 2-D (n_samples, n_features), got shape {Xd.shape}; reshape it.")
+        Xd = regular_feature_chunks(Xd)
+        n = Xd.shape[0]
     else:
-        numpy_X = _numpy_input(X)
+        numpy_X = memory_input(X)
         source = {"input": "numpy"}
-        Xd = as_dask_array(numpy_X)
-    if Xd.ndim != 2:
-        raise WidemlError(f"X must be 2-D (n_samples, n_features), got shape {Xd.shape}; reshape it.")
+        n = numpy_X.shape[0]
     if y is None:
-        codes = np.zeros(Xd.shape[0], dtype=np.int64)
-        return FitInput(regular_feature_chunks(Xd), codes, np.zeros(1, dtype=np.int64), codes, numpy_X is not None, numpy_X, source, layout,
-                        spatial)
+        codes = np.zeros(n, dtype=np.int64)
+        return FitInput(Xd, codes, np.zeros(1, dtype=np.int64), codes, numpy_X is not None, numpy_X, source, layout, spatial)
     y = _one_column(y)
-    y = check_labels(y, Xd.shape[0], what="y")
+    y = check_labels(y, n, what="y")
     _refuse_continuous(y)
     classes, codes = np.unique(y, return_inverse=True)
-    return FitInput(regular_feature_chunks(Xd), y, classes, codes.astype(np.int64).ravel(), numpy_X is not None, numpy_X, source, layout,
-                    spatial)
+    return FitInput(Xd, y, classes, codes.astype(np.int64).ravel(), numpy_X is not None, numpy_X, source, layout, spatial)
 
 
 def _one_column(y):
@@ -183,9 +233,8 @@ def predict_input(X, n_features: int, name: str = "the model", layout: FeatureLa
     check_feature_layout(X, n_features, name, layout)
     if isinstance(X, FeatureStore):
         X = X.X
-    if not (isinstance(X, da.Array) or type(X).__module__.startswith(("zarr", "h5py"))):
-        X = _numpy_input(X, min_samples=1)
-    Xd = as_dask_array(X)
+    Xm = memory_input(X, n_features, name)
+    Xd = as_dask_array(X if Xm is None else Xm)
     if Xd.shape[1] != n_features:
         raise WidemlError(
             f"X has {Xd.shape[1]} features, but {name} is expecting {n_features} features as input; "

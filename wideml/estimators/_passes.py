@@ -1,21 +1,58 @@
-"""One fit's passes over X: numbered and labelled ("KernelPCA fit, pass 1/1: Gram") and counted into ``n_fit_passes_``.
+"""The one fit runner: a fit's passes over X, its BLAS-thread rule and its model work directory.
 
 A fit makes a known number of passes over X (its ``n_fit_passes``). It runs
-each of them through one :class:`FitPasses`, which gives the pass its number
-in the progress label, runs it (or takes its result from a completed
-checkpoint of a resumable fit, :func:`wideml.estimators._resume.run_pass`)
-and counts it; :meth:`FitPasses.record` then sets the estimator's
-``n_fit_passes_``, which tests compare with the chunk reads counted on the
-store (``tests/estimators/test_fit_passes.py``).
+each of them through one :class:`FitPasses`, which
+
+- gives the pass its number in the progress label
+  ("KernelPCA fit, pass 1/1: Gram"), runs its dask graph, or the same chunk
+  functions directly on an in-memory array (``local=``, no graph, one BLAS
+  thread), or takes its result from a completed checkpoint of a resumable fit
+  (:func:`wideml.estimators._resume.run_pass`), and counts it;
+- makes the model group the passes write p-sized arrays into
+  (:meth:`FitPasses.model_group`: in the resumable fit's work directory, else
+  a fresh folder of the estimator's ``workdir``), and moves a resumed fit's
+  group out of the work directory when its passes are done
+  (:meth:`FitPasses.settle`);
+- sets ``n_fit_passes_`` (:meth:`FitPasses.record`), which tests compare with
+  the chunk reads counted on the store (``tests/estimators/test_fit_passes.py``).
+
+The BLAS-thread rule lives here too: work on n x K or n x l matrices, and
+in-memory chunk functions, run on one BLAS thread (:func:`one_blas_thread`):
+threads gain nothing on such shapes and spin against the other cores'
+work on a shared machine; n x n algebra is threaded only from
+``SMALL_ALGEBRA_N`` samples up (:func:`algebra_threads`). Inside dask tasks
+the scheduler's rule applies (:mod:`wideml.runtime.compute`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from wideml.estimators._resume import run_pass
+from wideml.estimators import _resume
 from wideml.runtime.checkpoint import PassCheckpoint
+
+#: Below this many samples n x n algebra runs on one BLAS thread: OpenBLAS threads on small
+#: matrices gain little and, on a busy machine, spin against other work (measured up to 30x slower).
+SMALL_ALGEBRA_N = 1500
+
+_CONTROLLER = None
+
+
+def one_blas_thread():
+    """Context running BLAS on one thread (n x K and n x l algebra, in-memory chunk functions)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()  # inspecting the loaded BLAS libraries once (~ms), not per call
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def algebra_threads(n: int):
+    """Context for n x n algebra: one BLAS thread below ``SMALL_ALGEBRA_N`` samples, all threads from there up."""
+    return one_blas_thread() if n < SMALL_ALGEBRA_N else contextlib.nullcontext()
 
 
 def _same(value: Any) -> Any:
@@ -28,31 +65,40 @@ class FitPasses:
     Parameters
     ----------
     estimator : estimator
-        The estimator being fitted; its class name starts every label, and
-        :meth:`record` sets its ``n_fit_passes_``.
+        The estimator being fitted; its class name starts every label,
+        :meth:`model_group` ties the work folder to it and :meth:`record` sets
+        its ``n_fit_passes_``.
     total : int
         Passes over X the fit makes (the estimator's documented count).
+    session : wideml.runtime.checkpoint.Session, optional
+        The resumable fit's session (:func:`wideml.estimators._resume.begin`), else None.
 
     Attributes
     ----------
     done : int
         Passes run so far. A pass whose result came from a completed checkpoint
         counts too: the fit consists of it, and ``n_fit_passes_`` states what a
-        fit costs, as the projectors' does.
+        fit costs.
     """
 
-    def __init__(self, estimator: Any, total: int):
+    def __init__(self, estimator: Any, total: int, session: Any = None):
         self.estimator = estimator
         self.total = int(total)
+        self.session = session
         self.done = 0
 
     def label(self, what: str) -> str:
         """Progress label of the next pass, e.g. ``"KernelLOL fit, pass 1/1: Gram"``."""
         return f"{type(self.estimator).__name__} fit, pass {self.done + 1}/{self.total}: {what}"
 
+    def checkpoint(self, kind: str, **key: Any) -> PassCheckpoint | None:
+        """Checkpoints of the next pass in a resumable fit (None otherwise), keyed by ``kind`` and ``key``."""
+        return _resume.pass_checkpoint(self.session, self.done + 1, self.total, kind=kind, **key)
+
     def run(self, checkpoint: PassCheckpoint | None, build: Callable[[PassCheckpoint | None], Any], what: str, *,
-            to_state: Callable[[Any], Any] = _same, from_state: Callable[[Any], Any] = _same) -> Any:
-        """Run the next pass over X (the graph ``build(checkpoint)``) and count it.
+            local: Callable[[], Any] | None = None, to_state: Callable[[Any], Any] = _same,
+            from_state: Callable[[Any], Any] = _same) -> Any:
+        """Run the next pass over X and count it.
 
         Parameters
         ----------
@@ -62,6 +108,9 @@ class FitPasses:
             ``build(checkpoint)`` returns the pass's dask graph (one collection).
         what : str
             What the pass computes, for its label.
+        local : callable, optional
+            The same pass run directly on an in-memory X (no graph, one BLAS
+            thread); when given it is run instead of the graph.
         to_state, from_state : callable, optional
             Conversions of the result to and from its checkpointable form.
 
@@ -71,9 +120,32 @@ class FitPasses:
         """
         if self.done >= self.total:
             raise RuntimeError(f"{type(self.estimator).__name__} fit ran more than its {self.total} pass(es) over X")
-        value = run_pass(checkpoint, build, self.label(what), to_state=to_state, from_state=from_state)
+        if local is not None:
+            with one_blas_thread():
+                value = local()
+        else:
+            value = _resume.run_pass(checkpoint, build, self.label(what), to_state=to_state, from_state=from_state)
         self.done += 1
         return value
+
+    def model_group(self, arrays: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]) -> str:
+        """The zarr group the passes fill with p-sized float64 arrays ``name -> (shape, chunks)``.
+
+        In a resumable fit it is the session's (reused when resuming); otherwise
+        a fresh folder of the estimator's ``workdir``, owned by the estimator
+        (:func:`wideml.estimators._workdir.new_model_group`).
+        """
+        if self.session is not None:
+            return _resume.model_group(self.session, arrays)
+        from wideml.estimators._workdir import new_model_group
+
+        return new_model_group(self.estimator, getattr(self.estimator, "workdir", None), arrays)
+
+    def settle(self, group: str | None) -> str | None:
+        """A resumable fit's finished model group, moved out of its work directory (removed once the fit succeeds)."""
+        if self.session is None or group is None:
+            return group
+        return _resume.settle_group(self.estimator, group, getattr(self.estimator, "workdir", None))
 
     def record(self) -> None:
         """Set the estimator's ``n_fit_passes_`` to the passes run (all ``total`` of them must have run)."""
@@ -82,4 +154,4 @@ class FitPasses:
         self.estimator.n_fit_passes_ = self.done
 
 
-__all__ = ["FitPasses"]
+__all__ = ["SMALL_ALGEBRA_N", "FitPasses", "algebra_threads", "one_blas_thread"]

@@ -8,16 +8,15 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
 from wideml.algebra.lol import Projection, _check_components
 from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._params import NON_NEGATIVE_INT, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Options, PathLike
 from wideml.estimators import _resume
-from wideml.estimators._passes import FitPasses
-from wideml.estimators._small_algebra import SMALL_ALGEBRA_N, inverse_cholesky as _inverse_cholesky, small_algebra_threads  # noqa: F401
+from wideml.estimators._passes import FitPasses, algebra_threads, one_blas_thread
+from wideml.estimators._small_algebra import inverse_cholesky as _inverse_cholesky
 from wideml.estimators._solver import folds_loadings
-from wideml.estimators._workdir import new_model_group, work_array
+from wideml.estimators._workdir import work_array
 from wideml.exceptions import WidemlError
 from wideml.passes.chunkmath import class_medians, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
@@ -111,22 +110,21 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         _check_components(d, bound, self._method_name(), f"(n_classes - 1) + min(n_samples - n_classes, n_features) = {bound}")
         median = self._uses_medians()
         group = None
-        self._session = _resume.begin(self, data)  # a resumable fit (inside wideml.runtime.checkpoint.resumable), else None
-        if not data.in_memory:
-            width = data.X.chunks[1][0]
-            arrays = {FEATURE_MEAN: ((p,), (width,)), CLASS_MEANS: ((K, p), (K, width)), CLASS_MEDIANS: ((K, p), (K, width))}
-            group = _resume.model_group(self._session, arrays) if self._session else new_model_group(self, getattr(self, "workdir", None), arrays)
         solver, reason = self._choose_solver(data, d)
-        fold = solver == "randomized" and group is not None and folds_loadings(n, d, self.n_oversamples, data.X.dtype.itemsize)
+        fold = solver == "randomized" and not data.in_memory and folds_loadings(n, d, self.n_oversamples, data.X.dtype.itemsize)
         total = self._n_passes(solver, not fold)
-        self._passes = FitPasses(self, total)
+        # the fit's runner: a resumable fit's session (inside wideml.runtime.checkpoint.resumable), else none
+        self._passes = FitPasses(self, total, _resume.begin(self, data))
         try:
+            if not data.in_memory:
+                width = data.X.chunks[1][0]
+                arrays = {FEATURE_MEAN: ((p,), (width,)), CLASS_MEANS: ((K, p), (K, width)), CLASS_MEDIANS: ((K, p), (K, width))}
+                group = self._passes.model_group(arrays)
             if fold:
                 components, embedding, shift, eigenvalues, kinds = self._fit_randomized_store(data, d, median, group)
             else:
                 components, embedding, shift, eigenvalues, kinds = self._fit_with_emit(data, d, median, group, solver, total)
         finally:
-            session, self._session = self._session, None
             passes = self.__dict__.pop("_passes")
         group = self.__dict__.pop("_settled_group", group)
         self.classes_ = data.classes
@@ -164,7 +162,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
                 medians = work_array(group, CLASS_MEDIANS)
         if group is not None:
             _resume.ensure_array(group, LOADINGS, (p, d), (data.X.chunks[1][0], d))
-        ck = _resume.pass_checkpoint(self._session, total, total, kind="emit", B=_resume.digest(proj.B, proj.Dm if median else None))
+        ck = self._passes.checkpoint("emit", B=_resume.digest(proj.B, proj.Dm if median else None))
         emitted = self._passes.run(
             ck, lambda ck: emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
                                      with_embedding=embedding is None, precision=self._resolved_precision(data.X.dtype), checkpoint=ck),
@@ -181,8 +179,8 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
 
     def _settle(self, group):
         """A resumable fit's model group, moved out of the work directory once the last pass is done."""
-        if self._session is not None and group is not None:
-            group = self._settled_group = _resume.settle_group(self, group, getattr(self, "workdir", None))
+        if self._passes.session is not None and group is not None:
+            group = self._settled_group = self._passes.settle(group)
         return group
 
     def _maybe_orthogonalize(self, components, embedding, shift, AtA):
@@ -206,18 +204,17 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
             raise WidemlError(f"{self._method_name()} needs solver='gram' (its per-class directions come from the Gram).")
         n, K = data.n_samples, data.n_classes
         width = min(n, d - self._n_delta_columns(K, d) + self.n_oversamples)
-        total = self._n_passes("randomized", emit=not fold)
         kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
-        ck = _resume.pass_checkpoint(self._session, 1, total, kind="sketch", seed=kw["seed"], fold=fold)
+        ck = self._passes.checkpoint("sketch", seed=kw["seed"], fold=fold)
         first = self._passes.run(ck, lambda ck: sketch_pass(data.X, data.codes, K, medians=median, out_group=group,
                                                             embed_first=self._first_moment() if fold else None, checkpoint=ck, **kw),
                                  "sketch and class statistics")
         Y, cg_means, cg_meds, sums = first
         for i in range(self.n_power_iter + 1):
-            with threadpool_limits(1, user_api="blas"):  # n x l algebra: threads only contend
+            with one_blas_thread():  # n x l algebra
                 Q = orthonormal_basis(Y)
             last = i == self.n_power_iter
-            ck = _resume.pass_checkpoint(self._session, i + 2, total, kind="power", seed=kw["seed"], final=fold and last, Q=_resume.digest(Q))
+            ck = self._passes.checkpoint("power", seed=kw["seed"], final=fold and last, Q=_resume.digest(Q))
             step = self._passes.run(ck, lambda ck: sketch_pass(data.X, data.codes, K, Q=Q, final=fold and last,
                                                                out_group=group if fold and last else None, checkpoint=ck, **kw),
                                     "Rayleigh-Ritz" if last else "power iteration")
@@ -245,7 +242,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         try:
             _, step, centroid_gram, sums = self._sketch_passes(data, d, median, group, fold=True)
             XZ, T = step[0], step[3]["ZtZ"]
-            with threadpool_limits(1, user_api="blas"):  # l x l algebra: threads only contend
+            with one_blas_thread():  # l x l algebra
                 E, Ws, kinds, vals = randomized_coefficients(data.codes, data.n_classes, d, T, first_moment=self._first_moment(),
                                                              centroid_gram=centroid_gram)
             _resume.ensure_array(group, LOADINGS, (data.n_features, d), (data.X.chunks[1][0], d))
@@ -253,7 +250,7 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
                                       label=f"{type(self).__name__} fit: loadings from the model group (no pass over X)")
             done = True
         finally:
-            if done or self._session is None:  # an interrupted resumable fit keeps the final pass's Z files for the rerun
+            if done or self._passes.session is None:  # an interrupted resumable fit keeps the final pass's Z files for the rerun
                 shutil.rmtree(basis_dir, ignore_errors=True)
         group = self._settle(group)
         parts = ([sums["XU"] @ E] if E.shape[1] else []) + ([XZ @ Ws] if Ws.shape[1] else [])
@@ -286,20 +283,20 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
     def _fit_gram(self, data: FitInput, d: int, median: bool, group):
         n, K = data.n_samples, data.n_classes
         stats = self._passes.run(
-            _resume.pass_checkpoint(self._session, 1, 2, kind="gram"),
+            self._passes.checkpoint("gram"),
             lambda ck: gram_pass(data.X, data.codes, K, median_subsets=[np.arange(n)] if median else [],
                                  precision=self._resolved_precision(data.X.dtype), out_group=group, checkpoint=ck),
             "Gram and class statistics", to_state=_resume.gram_state, from_state=_resume.gram_from_state,
         )
         P, Q = (stats.medians[0].P, stats.medians[0].Q) if median else (None, None)
-        with small_algebra_threads(n):
+        with algebra_threads(n):
             proj = self._projection(stats.G, data.codes, K, P, Q, data.n_features, d)
             return proj, proj.embed(stats.G, P), P
 
     def _fit_randomized(self, data: FitInput, d: int, median: bool, group):
         """Randomized solver whose loadings then come from an emit pass (in-memory input, or tiny n)."""
         Q, step, centroid_gram, _ = self._sketch_passes(data, d, median, group, fold=False)
-        with threadpool_limits(1, user_api="blas"):  # n x l algebra: threads only contend
+        with one_blas_thread():  # n x l algebra
             proj = self._randomized_projection(data.codes, data.n_classes, d, Q, step[0], centroid_gram)
         return proj, None, None
 

@@ -12,7 +12,8 @@ from sklearn.model_selection import StratifiedKFold, check_cv
 from wideml.estimators import _resume
 from wideml.estimators._input import fit_input
 from wideml.estimators._params import CV_FOLDS, NONE, SEED, Options, Satisfies, check_parameters
-from wideml.estimators._projector import GramProjector, small_algebra_threads
+from wideml.estimators._passes import algebra_threads
+from wideml.estimators._projector import GramProjector
 from wideml.estimators.classifier import CLASSIFIERS, make_classifier
 from wideml.exceptions import WidemlError
 from wideml.passes.gram import gram_pass
@@ -145,7 +146,7 @@ def cross_validate_dims(
         label=f"cross-validation: one pass for {len(folds)} folds x {len(estimators)} method(s)",
         to_state=_resume.gram_state, from_state=_resume.gram_from_state,
     )
-    with small_algebra_threads(n):
+    with algebra_threads(n):
         results = _fold_results(estimators, stats, data, folds, dims, classifier, robust)
     chance = 1.0 - np.bincount(data.codes).max() / n
     return CVReport(results=results, n_folds=len(folds), classifier=classifier, n_passes=1, chance_error=float(chance))

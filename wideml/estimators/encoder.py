@@ -92,8 +92,8 @@ returns a JSON-serialisable dict. Every user error is a one-sentence
 Modules
 -------
 This module holds the estimator; its helpers live in
-``estimators/_encoder_data.py`` (input validation, running a pass on a graph
-or directly on an in-memory array), ``estimators/_encoder_fit.py``
+``estimators/_encoder_data.py`` (running a pass on a graph or directly on an
+in-memory array), ``estimators/_encoder_fit.py``
 (parameters, the LDA, the Spearman rank passes, kernel selection),
 ``estimators/_encoder_fast.py`` (the fast form's fit and embedding of new
 data), ``estimators/_encoder_full.py`` (the full-kernel form),
@@ -110,7 +110,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from wideml.estimators import _resume
 from wideml.estimators._encoder_cv import cross_validate_encoder
-from wideml.estimators._encoder_data import _feature_chunk, _fit_data, _memory_input
+from wideml.estimators._encoder_data import _feature_chunk
 from wideml.estimators._encoder_fast import fit_fast, transform_fast
 from wideml.estimators._encoder_fit import (
     ENCODER_CONSTRAINTS,
@@ -124,7 +124,7 @@ from wideml.estimators._encoder_fit import (
 )
 from wideml.estimators._encoder_full import fit_full, transform_full
 from wideml.estimators._encoder_model import from_model_state, model_state
-from wideml.estimators._input import check_feature_layout, predict_input
+from wideml.estimators._input import check_feature_layout, fit_input, memory_input, predict_input
 from wideml.estimators._params import CheckedParams
 from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
@@ -226,11 +226,11 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         """
         self._validate_parameters()
         kernels = _validate_params(self)
-        data = _fit_data(X, y)
+        data = fit_input(X, y)
         self.kernels_ = kernels
         self.classes_ = data.classes
         self.n_features_in_ = data.n_features
-        self.precision_ = _precision(self.precision, (data.X if data.X is not None else data.numpy_X).dtype)
+        self.precision_ = _precision(self.precision, data.dtype)
         self.provenance_ = dict(data.source)
         self.feature_layout_ = data.layout
         self.train_counts_ = np.bincount(data.codes, minlength=data.n_classes)
@@ -294,7 +294,7 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         """
         check_is_fitted(self, "classifier_")
         check_feature_layout(X, self.n_features_in_, "EncoderClassifier", getattr(self, "feature_layout_", None))
-        Xmem = _memory_input(X, self.n_features_in_)
+        Xmem = memory_input(X, self.n_features_in_, "EncoderClassifier")
         Xd = predict_input(X, self.n_features_in_, "EncoderClassifier") if Xmem is None else None
         if self.form == "full" and not (self.kernel_ == "linear" and self.class_means_ is not None):
             from wideml.passes.blocks import as_dask_array

@@ -13,7 +13,7 @@ from wideml.estimators import _resume
 from wideml.estimators._passes import FitPasses
 from wideml.estimators._input import fit_input, predict_input
 from wideml.estimators._params import BOOLEAN, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options, PathLike
-from wideml.estimators._workdir import new_model_group, work_array
+from wideml.estimators._workdir import work_array
 from wideml.passes.chunkmath import check_precision, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import lfl_density
@@ -114,20 +114,18 @@ class LFL(CheckedParams, TransformerMixin, BaseEstimator):
         n_deltas = min(d, K - 1)
         k = d - n_deltas
         group = None
-        session = _resume.begin(self, data)  # a resumable fit (inside wideml.runtime.checkpoint.resumable), else None
+        passes = FitPasses(self, self.n_fit_passes, _resume.begin(self, data))  # with a resumable fit's session, else none
         if not data.in_memory:
             w = data.X.chunks[1][0]
             arrays = {FEATURE_MEAN: ((p,), (w,)), CLASS_MEANS: ((K, p), (K, w)), CLASS_MEDIANS: ((K, p), (K, w))}
-            group = _resume.model_group(session, arrays) if session else new_model_group(self, self.workdir, arrays)
-        passes = FitPasses(self, self.n_fit_passes)
+            group = passes.model_group(arrays)
         st = passes.run(
-            _resume.pass_checkpoint(session, 1, 1, kind="lfl"),
+            passes.checkpoint("lfl"),
             lambda ck: lfl_fit_pass(data.X, data.codes, K, n_random=k, seed=int(self.random_state), density=density,
                                     robust=bool(self.robust_first), out_group=group, precision=precision, checkpoint=ck),
             "class statistics and sparse projection",
         )
-        if session is not None and group is not None:  # out of the work directory (removed once the fit succeeds)
-            group = _resume.settle_group(self, group, self.workdir)
+        group = passes.settle(group)  # a resumable fit's group, out of the work directory (removed once the fit succeeds)
         Dm = centroid_differences(data.codes, K, st["CC"])[:, :n_deltas]
         XA = np.hstack([st["XC"] @ Dm, st["XR"]])
         self.offset_ = np.concatenate([st["mC"] @ Dm, st["mR"]])
