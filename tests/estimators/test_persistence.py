@@ -15,7 +15,7 @@ from wideml.estimators.persistence import MODEL_CLASSES, MODEL_SCHEMAS, decode_p
 from wideml.exceptions import StoreError
 from wideml.storage.model_schema import SchemaViolation
 
-ABSTRACT = {"GramProjector", "_EigenProjector", "KernelEmbeddingMixin"}
+ABSTRACT = {"GramProjector", "_EigenProjector", "KernelEmbeddingMixin", "FittedState"}
 
 
 def _classes_with_model_state():

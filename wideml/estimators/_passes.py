@@ -128,8 +128,8 @@ class FitPasses:
         self.done += 1
         return value
 
-    def model_group(self, arrays: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]) -> str:
-        """The zarr group the passes fill with p-sized float64 arrays ``name -> (shape, chunks)``.
+    def model_group(self, arrays: dict) -> str:
+        """The zarr group the passes fill with p-sized arrays ``name -> (shape, chunks[, dtype])`` (float64 by default).
 
         In a resumable fit it is the session's (reused when resuming); otherwise
         a fresh folder of the estimator's ``workdir``, owned by the estimator

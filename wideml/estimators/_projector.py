@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.lol import Projection, _check_components
+from wideml.estimators._fitted import UNSET, FittedState, array, p_array, read_lazy, state
 from wideml.estimators._input import FitInput, fit_input, predict_input
 from wideml.estimators._params import NON_NEGATIVE_INT, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Options, PathLike
 from wideml.estimators import _resume
@@ -22,11 +23,12 @@ from wideml.passes.chunkmath import class_medians, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
 from wideml.passes.loadings import LOADINGS, emit_pass, project_pass
 from wideml.runtime import compute
+from wideml.storage.labels import classes_from_model
 
 SOLVERS = ("auto", "gram", "randomized")
 
 
-class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
+class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
     """Base class: one Gram pass, n x n algebra, one emit pass.
 
     Subclasses implement :meth:`_projection` (pure algebra on the Gram) and
@@ -343,56 +345,24 @@ class GramProjector(CheckedParams, TransformerMixin, BaseEstimator):
         """Fit, then return the training embedding (from the Gram: no extra pass)."""
         return self.fit(X, y).embedding_
 
-    # -- model store -------------------------------------------------------------------
-    def _model_state(self):
-        check_is_fitted(self, "components_")
-        state = {
-            "n_features_in": int(self.n_features_in_),
-            "n_components": int(self.n_components_),
-            "component_kinds": self.component_kinds_,
-            "solver": self.solver_,
-            "solver_reason": getattr(self, "solver_reason_", ""),
-            "precision": self.precision_,
-            "n_fit_passes": int(self.n_fit_passes_),
-        }
-        arrays = {
-            "classes": self.classes_,
-            "train_codes": self.train_codes_,
-            "offset": self.offset_,
-            "embedding": self.embedding_,
-            "eigenvalues": self.eigenvalues_,
-            "loadings": self.components_.T,
-        }
-        if getattr(self, "class_means_", None) is not None:
-            arrays["class_means"] = self.class_means_
-        if getattr(self, "class_medians_", None) is not None:
-            arrays["class_medians"] = self.class_medians_
-        return state, arrays
-
-    @classmethod
-    def _from_model_state(cls, params, state, arrays):
-        est = cls(**params)
-        from wideml.storage.labels import classes_from_model
-
-        est.classes_ = classes_from_model(arrays["classes"])  # text classes: zarr reads StringDType, back to <U
-        est.train_codes_ = np.asarray(arrays["train_codes"][...])
-        est.n_features_in_ = state["n_features_in"]
-        est.n_components_ = state["n_components"]
-        est.component_kinds_ = state["component_kinds"]
-        est.solver_ = state["solver"]
-        est.solver_reason_ = state.get("solver_reason", "")
-        est.precision_ = state["precision"]
-        if "n_fit_passes" in state:  # absent from models saved before it was recorded
-            est.n_fit_passes_ = state["n_fit_passes"]
-        est.offset_ = np.asarray(arrays["offset"][...])
-        est.embedding_ = np.asarray(arrays["embedding"][...])
-        est.eigenvalues_ = np.asarray(arrays["eigenvalues"][...])
-        est.components_ = da.from_zarr(arrays["loadings"]).T
-        if "class_means" in arrays:
-            est.class_means_ = da.from_zarr(arrays["class_means"])
-        if "class_medians" in arrays:
-            est.class_medians_ = da.from_zarr(arrays["class_medians"])
-        return est
+    # -- model store: the fitted attributes a model keeps -------------------------------
+    _fitted = (
+        state("n_features_in_", load=int),
+        state("n_components_", load=int),
+        state("component_kinds_"),
+        state("solver_"),
+        state("solver_reason_", default=""),  # absent from early models
+        state("precision_"),
+        state("n_fit_passes_", default=UNSET),  # absent from models saved before it was recorded
+        array("classes_", load=classes_from_model),  # text classes: zarr reads StringDType, back to <U
+        array("train_codes_"),
+        array("offset_"),
+        array("embedding_"),
+        array("eigenvalues_"),
+        p_array("components_", "loadings", save=np.transpose, load=lambda a: read_lazy(a).T),
+        p_array("class_means_", optional=True),
+        p_array("class_medians_", optional=True),  # robust LOL/QOQ on a store
+    )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -102,22 +102,22 @@ def saved_step(session: Session | None, index: int, total: int, key: dict, run: 
     return value
 
 
-def model_group(session: Session, arrays: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]) -> str:
-    """The model group in the work directory: reused when resuming, else created with empty float64 arrays."""
+def model_group(session: Session, arrays: dict) -> str:
+    """The model group in the work directory: reused when resuming, else created with empty arrays ``name -> (shape, chunks[, dtype])``."""
     import zarr
 
     path = session.path("fitted.zarr")
     if os.path.isdir(path):
         try:
             group = zarr.open_group(path, mode="r")
-            if all(name in group and tuple(group[name].shape) == tuple(shape) for name, (shape, _) in arrays.items()):
+            if all(name in group and tuple(group[name].shape) == tuple(spec[0]) for name, spec in arrays.items()):
                 return path
         except Exception:  # an unreadable group from an interrupted run: made again below
             pass
         shutil.rmtree(path, ignore_errors=True)
-    group = zarr.create_group(store=path, zarr_format=3)
-    for name, (shape, chunks) in arrays.items():
-        group.create_array(name, shape=shape, chunks=chunks, dtype=np.float64, compressors=None, fill_value=0.0)
+    from wideml.estimators._workdir import create_arrays
+
+    create_arrays(path, arrays)
     return path
 
 

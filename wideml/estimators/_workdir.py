@@ -17,9 +17,23 @@ from wideml.exceptions import ConfigError
 WORK_FOLDER_PREFIX = "wideml-fit-"
 
 
-def work_bytes(arrays: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]) -> int:
-    """Bytes of the float64 arrays ``name -> (shape, chunks)`` of a work folder."""
-    return int(sum(8 * int(np.prod(shape, dtype=np.int64)) for shape, _ in arrays.values()))
+def array_specs(arrays: dict) -> list[tuple[str, tuple[int, ...], tuple[int, ...], np.dtype]]:
+    """``(name, shape, chunks, dtype)`` of a model group's arrays ``name -> (shape, chunks[, dtype])`` (float64 by default)."""
+    return [(name, tuple(spec[0]), tuple(spec[1]), np.dtype(spec[2] if len(spec) > 2 else np.float64)) for name, spec in arrays.items()]
+
+
+def create_arrays(path: str, arrays: dict) -> None:
+    """A new zarr v3 group at ``path`` holding empty uncompressed arrays ``name -> (shape, chunks[, dtype])``."""
+    import zarr
+
+    group = zarr.create_group(store=path, zarr_format=3)
+    for name, shape, chunks, dtype in array_specs(arrays):
+        group.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None, fill_value=0)
+
+
+def work_bytes(arrays: dict) -> int:
+    """Bytes of the arrays ``name -> (shape, chunks[, dtype])`` of a work folder."""
+    return int(sum(dtype.itemsize * int(np.prod(shape, dtype=np.int64)) for _, shape, _, dtype in array_specs(arrays)))
 
 
 class WorkFolder:
@@ -131,8 +145,8 @@ def resolve_workdir(workdir: str | os.PathLike | None) -> str:
     return os.path.realpath(os.path.expanduser(text))
 
 
-def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]) -> str:
-    """Create a zarr group in a fresh temporary directory with empty float64 arrays.
+def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict) -> str:
+    """Create a zarr group in a fresh temporary directory with empty arrays (float64 unless a dtype is given).
 
     The directory is made under the absolute, resolved form of ``workdir``,
     so the returned path (which the passes' graphs carry) is absolute. On a dask.distributed scheduler every worker
@@ -147,15 +161,13 @@ def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict[str, 
     workdir : path-like or None
         Parent directory (default: the system temporary directory).
     arrays : dict
-        name -> (shape, chunks).
+        name -> (shape, chunks) or (shape, chunks, dtype).
 
     Returns
     -------
     str
         Absolute path of the zarr group.
     """
-    import zarr
-
     from wideml.runtime.cluster_check import require_directory
     from wideml.runtime.ownership import claim, register_scratch
     from wideml.runtime.preflight import require_free_space
@@ -180,7 +192,5 @@ def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict[str, 
         raise
     path = os.path.join(folder, "fitted.zarr")
     own_folder(owner, folder, path)
-    group = zarr.create_group(store=path, zarr_format=3)
-    for name, (shape, chunks) in arrays.items():
-        group.create_array(name, shape=shape, chunks=chunks, dtype=np.float64, compressors=None, fill_value=0.0)
+    create_arrays(path, arrays)
     return path

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from wideml.algebra.randomized import centroid_differences
 from wideml.estimators import _resume
 from wideml.estimators._passes import FitPasses
+from wideml.estimators._fitted import FittedState, array, p_array, state
 from wideml.estimators._input import fit_input, predict_input
 from wideml.estimators._params import BOOLEAN, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options, PathLike
 from wideml.estimators._workdir import work_array
@@ -19,9 +20,10 @@ from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import lfl_density
 from wideml.passes.lfl import lfl_components, lfl_fit_pass, lfl_project_pass
 from wideml.runtime import compute
+from wideml.storage.labels import classes_from_model
 
 
-class LFL(CheckedParams, TransformerMixin, BaseEstimator):
+class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
     """Low-rank Fast Linear embedding (the LOL paper's FlashLFL), out of core.
 
     A = [unit centroid differences mu_(1) - mu_(i) (K-1 columns, reference =
@@ -181,34 +183,22 @@ class LFL(CheckedParams, TransformerMixin, BaseEstimator):
         """Fit (one pass) and return the training embedding."""
         return self.fit(X, y).embedding_
 
-    def _model_state(self):
-        check_is_fitted(self, "_Dm")
-        state = {"n_features_in": int(self.n_features_in_), "n_components": int(self.n_components_), "density": float(self.density_),
-                 "chunk": self._chunk, "solver": "lfl", "precision": getattr(self, "precision_", "float64"),
-                 "n_fit_passes": int(self.n_fit_passes_)}
-        arrays = {"classes": self.classes_, "train_codes": self.train_codes_, "offset": self.offset_, "embedding": self.embedding_,
-                  "Dm": self._Dm, "centroids": self.centroids_}
-        return state, arrays
-
-    @classmethod
-    def _from_model_state(cls, params, state, arrays):
-        est = cls(**params)
-        from wideml.storage.labels import classes_from_model
-
-        est.classes_ = classes_from_model(arrays["classes"])  # text classes: zarr reads StringDType, back to <U
-        est.train_codes_ = np.asarray(arrays["train_codes"][...])
-        est.offset_ = np.asarray(arrays["offset"][...])
-        est.embedding_ = np.asarray(arrays["embedding"][...])
-        est._Dm = np.asarray(arrays["Dm"][...])
-        est.centroids_ = da.from_zarr(arrays["centroids"])
-        est.n_features_in_ = state["n_features_in"]
-        est.n_components_ = state["n_components"]
-        est.density_ = state["density"]
-        est.precision_ = state.get("precision", "float64")  # models saved before the precision option ran in float64
-        est._chunk = state["chunk"]
-        est.solver_ = "lfl"
-        est.n_fit_passes_ = state.get("n_fit_passes", cls.n_fit_passes)  # every LFL fit makes its one pass
-        return est
+    # -- model store: the fitted attributes a model keeps -------------------------------
+    _fitted = (
+        state("n_features_in_", load=int),
+        state("n_components_", load=int),
+        state("density_", "density", save=float),
+        state("_chunk", "chunk", load=int),
+        state("solver_"),
+        state("precision_", default="float64"),  # models saved before the precision option ran in float64
+        state("n_fit_passes_", default=lambda cls: cls.n_fit_passes),  # every LFL fit makes its one pass
+        array("classes_", load=classes_from_model),  # text classes: zarr reads StringDType, back to <U
+        array("train_codes_"),
+        array("offset_"),
+        array("embedding_"),
+        array("_Dm", "Dm"),
+        p_array("centroids_"),
+    )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
