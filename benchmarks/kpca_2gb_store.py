@@ -62,7 +62,8 @@ def main() -> None:
     from wideml.algebra.kernel_selection import alignment_weights, stratified_folds
     from wideml.algebra.kernels import PAPER_SIGMAS, CombinedKernel, gram_sq_distances, rbf_family
     from wideml.algebra.kpca import fit_kpca
-    from wideml.estimators._kernel_basis import fit_basis, one_blas_thread
+    from wideml.estimators._kernel_basis import fit_basis
+    from wideml.estimators._passes import one_blas_thread
     from wideml.estimators._kernel_products import Products
     from wideml.estimators.kpca_trick import DNE, LMNN, KPCATrick
     from wideml.passes.gram import gram_pass

@@ -210,7 +210,8 @@ def test_full_form_is_the_kernel_matrix_times_w(kernel, xy):
     np.testing.assert_allclose(est.transform(X[:5]), A[:5] @ W, atol=1e-9)
 
 
-def test_refit_reuses_or_deletes_the_previous_fits_arrays(xy, stores, tmp_path):
+def test_refit_deletes_the_previous_fits_arrays(xy, stores, tmp_path):
+    """A refit's arrays go to a fresh group of the fit runner; the previous fit's work folder is deleted at once."""
     X, y = xy
     work = tmp_path / "work"
     est = EncoderClassifier(kernels="linear", workdir=str(work))
@@ -219,12 +220,13 @@ def test_refit_reuses_or_deletes_the_previous_fits_arrays(xy, stores, tmp_path):
     U1 = np.asarray(est.class_means_)
     doubled = tmp_path / "doubled.zarr"
     write_store(doubled, 2 * X, y, feature_chunk=WIDTH, dtype="float64")
-    est.fit(open_store(doubled))  # same arrays: the previous fit's group is overwritten in place
-    assert est._group == first and len(list(work.iterdir())) == 1
+    est.fit(open_store(doubled))
+    assert not Path(first).exists() and Path(est._group).exists() and len(list(work.iterdir())) == 1
     np.testing.assert_allclose(np.asarray(est.class_means_), 2 * U1, rtol=1e-12)
     np.testing.assert_allclose(est.transform(X), 2 * X @ U1.T, rtol=1e-10)
-    est.set_params(kernels="linear,spearman").fit(open_store(stores[0]))  # other arrays: a new group, the old one deleted
-    assert not Path(first).exists() and Path(est._group).exists() and len(list(work.iterdir())) == 1
+    second = est._group
+    est.set_params(kernels="linear,spearman").fit(open_store(stores[0]))  # other arrays: likewise
+    assert not Path(second).exists() and Path(est._group).exists() and len(list(work.iterdir())) == 1
 
 
 @pytest.fixture(params=["whole", "tiled"])

@@ -1,4 +1,9 @@
-"""Cross-validation of the encoder classifier from one pass over X (every fold's class means at once)."""
+"""Cross-validation of the encoder classifier from one pass over X (every fold's class means at once).
+
+Its passes run through the fit runner (:class:`~wideml.estimators._passes.FitPasses`)
+like a fit's: numbered in their labels, run directly on an in-memory X, and
+counted (the result's ``n_passes``).
+"""
 
 from __future__ import annotations
 
@@ -22,11 +27,36 @@ from wideml.estimators._encoder_fit import (
     _spearman_fit_passes,
     _spearman_plan,
     _validate_params,
+    rank_passes,
 )
+from wideml.estimators._passes import FitPasses
 from wideml.estimators._input import fit_input
 from wideml.estimators._params import CV_FOLDS, NONE, SEED, check_parameters
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
+from wideml.runtime.checkpoint import PassCheckpoint
+
+
+class EncoderCrossValidation:
+    """The run :func:`cross_validate_encoder` makes, as the fit runner's "estimator": it takes the passes' count
+    (``n_fit_passes_``)."""
+
+    def __init__(self, n_folds: int):
+        self.n_folds = n_folds
+
+
+class _CVPasses(FitPasses):
+    """The fit runner, with the labels of a cross-validation ("encoder cross-validation, pass 1/2: ...") and its
+    checkpoints numbered from 500 (a resumable `wideml cv` session may also hold a fit's passes 1, 2, ...)."""
+
+    def _name(self) -> str:
+        return f"encoder cross-validation, pass {self.done + 1}/{self.total}"
+
+    def label(self, what: str) -> str:
+        return f"{self._name()}: {what}"
+
+    def checkpoint(self, kind: str, **key) -> PassCheckpoint | None:
+        return _resume.pass_checkpoint(self.session, 500 + self.done, self.total, label=self._name(), kind=kind, **key)
 
 
 def cross_validate_encoder(
@@ -103,21 +133,22 @@ def cross_validate_encoder(
     if Xmem is None:  # a store's X: resumable inside a resumable run (`wideml cv` opens one)
         session = _resume.begin_with(data, "cross_validate_encoder", dict(params, cv=_resume.digest(*[te for _, te in folds]))) \
             or _resume.begun()
-    total = 2 if plan[0] == "approx" else 1
-    ck = _resume.pass_checkpoint(session, 500, total, label=f"encoder cross-validation, pass 1/{total}", kind="encoder-cv-stats",
-                                 W=_resume.digest(W), sketch=_resume.digest(sketch), need_sq=need_sq, precision=prec)
-    stats = _class_stats(data.dask_X, Xmem, W, sketch=sketch, keep=plan[0] == "exact", precision=prec, need_sq=need_sq,
-                         label=f"encoder cross-validation: one pass for {len(folds)} folds", checkpoint=ck)
-    passes, ranks = 1, None
+    run = EncoderCrossValidation(len(folds))
+    passes = _CVPasses(run, 1 + rank_passes(plan, n), session)
+    stats = _class_stats(passes, data.dask_X, Xmem, W, sketch=sketch, keep=plan[0] == "exact", precision=prec, need_sq=need_sq,
+                         what=f"class statistics and X-to-U products of {len(folds)} folds",
+                         checkpoint=passes.checkpoint("encoder-cv-stats", W=_resume.digest(W), sketch=_resume.digest(sketch),
+                                                      need_sq=need_sq, precision=prec))
+    ranks = None
     loo = None
     if use_rank:
         if selection == "loo_cross_entropy" and len(kernels) > 1:
             loo = enc.LooSpec.from_sets(data.codes, K, plan_sets.sets[: len(folds)], counts)
-        rank_ck = _resume.pass_checkpoint(session, 501, total, label="encoder cross-validation, pass 2/2", kind="encoder-cv-ranks",
-                                          stats=_resume.digest(stats.sketch), loo=loo is not None) if plan[0] == "approx" else None
-        ranks, _, extra = _spearman_fit_passes(data.dask_X, W, stats, plan, loo, n_write=0, out_group=None,
-                                               label="encoder cross-validation", Xmem=Xmem, checkpoint=rank_ck)
-        passes += extra
+        rank_ck = passes.checkpoint("encoder-cv-ranks", stats=_resume.digest(stats.sketch), loo=loo is not None) \
+            if plan[0] == "approx" else None
+        ranks, _ = _spearman_fit_passes(passes, data.dask_X, W, stats, plan, loo, n_write=0, out_group=None, Xmem=Xmem,
+                                        checkpoint=rank_ck)
+    passes.record()
     fold_errors, selected, fold_scores = [], [], []
     kernel_errors: dict[str, list[float]] = {k: [] for k in kernels}
     pos = 0
@@ -145,7 +176,7 @@ def cross_validate_encoder(
         "kernel_scores": fold_scores,
         "kernel_errors": kernel_errors,
         "n_folds": len(folds),
-        "n_passes": passes,
+        "n_passes": run.n_fit_passes_,
         "kernels": list(kernels),
         "selection": selection,
         "spearman_mode": plan[0],

@@ -3,9 +3,11 @@
 Input comes through :func:`wideml.estimators._input.fit_input` /
 :func:`~wideml.estimators._input.memory_input` like every estimator's:
 in-memory (numpy) input stays a plain array, and the chunk functions of
-:mod:`wideml.passes.encoder` then run on it directly, with no dask graph
-(:func:`_run`). Everything else is a feature-chunked dask array and each pass
-is one graph.
+:mod:`wideml.passes.encoder` then run on it directly, with no dask graph.
+Everything else is a feature-chunked dask array and each pass is one graph.
+A fit's passes run through its :class:`~wideml.estimators._passes.FitPasses`;
+:func:`_run` runs the passes over new data (``transform``, ``predict``), which
+are not a fit's and are not counted.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from wideml.estimators._passes import one_blas_thread
 from wideml.runtime import compute
 
 def _run(Xmem, local, graph, label: str):
-    """Apply the in-memory kernel when X is already in RAM (no graph, one BLAS thread), else compute the pass's graph."""
+    """A pass over new data: the in-memory kernel when X is already in RAM (no graph, one BLAS thread), else its graph."""
     if Xmem is not None:
         with one_blas_thread():
             return local()

@@ -27,7 +27,9 @@ from wideml.estimators._encoder_fit import (
     _SetPlan,
     _spearman_fit_passes,
     _spearman_plan,
+    rank_passes,
 )
+from wideml.estimators._passes import FitPasses
 from wideml.passes import encoder as enc
 from wideml.passes.sampling import sampled_features_local, sampled_features_pass
 from wideml.runtime import compute
@@ -52,7 +54,11 @@ def fit_fast(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
     -----
     Passes over X: 1 (class statistics and X-to-U products), +1 for spearman
     (exact in one block, or approximate), +1 per extra row block when exact
-    ranks must be split. Recorded in ``est.n_fit_passes_``.
+    ranks must be split; all run through one
+    :class:`~wideml.estimators._passes.FitPasses`, which records them in
+    ``est.n_fit_passes_``. A store's fit is resumable (the class-statistics and
+    estimated-rank passes checkpoint); its p-sized arrays go to the runner's
+    model group.
     """
     n, p, K = data.n_samples, data.n_features, data.n_classes
     codes, Xd = data.codes, data.dask_X  # None for in-memory input: its passes run on numpy_X directly
@@ -60,33 +66,32 @@ def fit_fast(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
     W, counts = alg.stacked_class_weights(codes, K, sets.sets)
     use_rank = "spearman" in kernels
     plan = _spearman_plan(est.spearman, n, p, W.shape[1]) if use_rank else (None, 0)
+    passes = FitPasses(est, 1 + rank_passes(plan, n), _resume.begin(est, data))  # with a resumable fit's session, else none
     group = None
-    session = _resume.begin(est, data) if not data.in_memory else None  # a resumable fit, else None
     if not data.in_memory:
         width = Xd.chunks[1][0]
         arrays = {enc.CLASS_MEANS: ((K, p), (K, width))}
         if use_rank:
             arrays[enc.CLASS_MEAN_RANKS] = ((K, p), (K, width))
-        group = _resume.model_group(session, arrays) if session else est._model_group(arrays)
+        group = passes.model_group(arrays)
     sketch = alg.sketch_features(p, est.sketch_size, est.random_state) if plan[0] == "approx" else None
     keep = data.in_memory or plan[0] == "exact"
     Xmem = data.numpy_X
     need_sq = _needs_row_norms(kernels, est.selection)
-    total = 2 if plan[0] == "approx" else 1
-    ck = _resume.pass_checkpoint(session, 1, total, kind="encoder-stats", W=_resume.digest(W), sketch=_resume.digest(sketch))
-    stats = _class_stats(Xd, Xmem, W, sketch=sketch, keep=keep, precision=est.precision_, need_sq=need_sq, n_write=K,
-                         out_group=group, label="EncoderClassifier fit: class statistics and X-to-U pass", checkpoint=ck)
-    passes = 1
+    stats = _class_stats(passes, Xd, Xmem, W, sketch=sketch, keep=keep, precision=est.precision_, need_sq=need_sq, n_write=K,
+                         out_group=group, what="class statistics and X-to-U products",
+                         checkpoint=passes.checkpoint("encoder-stats", W=_resume.digest(W), sketch=_resume.digest(sketch)))
     ranks, S_mem = None, None
     loo = None
     if use_rank:
         if est.selection == "loo_cross_entropy" and len(kernels) > 1:
             loo = enc.LooSpec.from_sets(codes, K, sets.sets[:1], counts)
-        rank_ck = _resume.pass_checkpoint(session, 2, total, kind="encoder-ranks", stats=_resume.digest(stats.sketch),
-                                          loo=loo is not None) if plan[0] == "approx" else None
-        ranks, S_mem, extra = _spearman_fit_passes(Xd, W, stats, plan, loo, n_write=K, out_group=group,
-                                                   label="EncoderClassifier fit", Xmem=Xmem, checkpoint=rank_ck)
-        passes += extra
+        rank_ck = passes.checkpoint("encoder-ranks", stats=_resume.digest(stats.sketch), loo=loo is not None) \
+            if plan[0] == "approx" else None
+        ranks, S_mem = _spearman_fit_passes(passes, Xd, W, stats, plan, loo, n_write=K, out_group=group, Xmem=Xmem,
+                                            checkpoint=rank_ck)
+    group = passes.settle(group)  # a resumable fit's group, out of the work directory (removed once the fit succeeds)
+    passes.record()
     train = _set_stats(stats, ranks, 0, K)
     loo_own = ranks.loo_corr if (ranks is not None and ranks.loo_corr is not None) else None
     chosen, scores, ldas, offsets, Zs = _choose(kernels, train, codes, counts[0], est.selection, _baseline(est),
@@ -97,11 +102,7 @@ def fit_fast(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
     est.offset_ = float(offsets[chosen])
     est.spearman_mode_ = plan[0]
     est.sketch_idx_ = sketch
-    est.n_fit_passes_ = passes
     est.train_codes_ = codes
-    if session is not None and group is not None:  # out of the work directory (removed once the fit succeeds)
-        est._drop_previous_group()
-        group = _resume.settle_group(est, group, est.workdir)
     est._group = group
     if group is not None:
         est.class_means_ = _group_array(group, enc.CLASS_MEANS, arrays)

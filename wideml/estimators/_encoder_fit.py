@@ -1,4 +1,10 @@
-"""Fit helpers of :class:`~wideml.estimators.encoder.EncoderClassifier`: parameters, LDA, Spearman rank passes, kernel selection."""
+"""Fit helpers of :class:`~wideml.estimators.encoder.EncoderClassifier`: parameters, LDA, Spearman rank passes, kernel selection.
+
+The pass helpers (:func:`_class_stats`, :func:`_spearman_fit_passes`) run each
+pass over X through the fit's :class:`~wideml.estimators._passes.FitPasses`
+(numbered in its label, run directly on an in-memory X, counted); the fit
+computes their number up front (1, plus :func:`rank_passes`).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from wideml.algebra import encoder as alg
-from wideml.estimators._encoder_data import _run
-from wideml.estimators._passes import one_blas_thread
+from wideml.estimators._passes import FitPasses, one_blas_thread
 from wideml.estimators._params import NONE, PRECISION, SEED, Interval, Options, PathLike, Satisfies
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
@@ -157,39 +162,48 @@ class _RankResult:
         self.loo_corr = loo_corr
 
 
-def _class_stats(Xd, Xmem, W, *, sketch, keep, precision, need_sq, label, n_write=0, out_group=None, checkpoint=None) -> enc.ClassStats:
-    """The class-statistics pass (in memory for in-memory input); resumable with a ``checkpoint`` (a store's X)."""
-    graph = lambda ck=None: enc.class_stats_pass(Xd, W, n_write=n_write, out_group=out_group, sketch_idx=sketch,  # noqa: E731
-                                                 keep_means=keep, precision=precision, need_sq=need_sq, checkpoint=ck)
-    if checkpoint is None or Xmem is not None:
-        return _run(Xmem, lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=precision, need_sq=need_sq), graph, label)
-    from wideml.estimators._resume import fields_state, run_pass
-
-    return run_pass(checkpoint, graph, label, to_state=fields_state, from_state=lambda state: enc.ClassStats(*state))
+def rank_passes(plan: tuple[str | None, int], n: int) -> int:
+    """Passes over X the Spearman ranks take: 0 without spearman, 1 estimated, one per row block exact."""
+    mode, block = plan
+    if mode is None:
+        return 0
+    return 1 if mode == "approx" else -(-n // block)
 
 
-def _spearman_fit_passes(Xd, W, stats, plan, loo, *, n_write, out_group, label, Xmem=None,
-                         checkpoint=None) -> tuple[_RankResult, np.ndarray | None, int]:
-    """The rank pass(es) after the class-statistics pass. Returns (ranks, class-mean ranks in memory or None, passes).
+def _class_stats(passes: FitPasses, Xd, Xmem, W, *, sketch, keep, precision, need_sq, what, n_write=0, out_group=None,
+                 checkpoint=None) -> enc.ClassStats:
+    """The class-statistics pass, run by ``passes`` (directly on an in-memory ``Xmem``; resumable with a ``checkpoint``)."""
+    from wideml.estimators._resume import fields_state
 
-    ``checkpoint`` (a :class:`~wideml.runtime.checkpoint.PassCheckpoint`) makes the estimated-rank pass resumable.
+    local = None
+    if Xmem is not None:
+        local = lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=precision, need_sq=need_sq)  # noqa: E731
+    return passes.run(checkpoint,
+                      lambda ck: enc.class_stats_pass(Xd, W, n_write=n_write, out_group=out_group, sketch_idx=sketch,
+                                                      keep_means=keep, precision=precision, need_sq=need_sq, checkpoint=ck),
+                      what, local=local, to_state=fields_state, from_state=lambda state: enc.ClassStats(*state))
+
+
+def _spearman_fit_passes(passes: FitPasses, Xd, W, stats, plan, loo, *, n_write, out_group, Xmem=None,
+                         checkpoint=None) -> tuple[_RankResult, np.ndarray | None]:
+    """The rank pass(es) after the class-statistics pass, run by ``passes`` (:func:`rank_passes` of them).
+
+    Returns (ranks, class-mean ranks in memory or None). ``checkpoint`` (a
+    :class:`~wideml.runtime.checkpoint.PassCheckpoint`) makes the estimated-rank pass resumable.
     """
     mode, block = plan
     n, p = (Xmem if Xmem is not None else Xd).shape
     if mode == "approx":
         x_tables = alg.rank_tables(stats.sketch)
         u_tables = alg.rank_tables(enc.anchor_sample(W, stats.sketch))
-        graph = lambda ck=None: enc.spearman_sketch_pass(Xd, W, x_tables, u_tables, loo=loo, n_write=n_write,  # noqa: E731
-                                                         out_group=out_group, checkpoint=ck)
-        if checkpoint is not None and Xmem is None:
-            from wideml.estimators._resume import run_pass
-
-            out = run_pass(checkpoint, graph, f"{label}: Spearman ranks (estimated)")
-        else:
-            out = _run(Xmem, lambda: enc.spearman_sketch_local(Xmem, W, x_tables, u_tables, loo=loo), graph,
-                       f"{label}: Spearman ranks (estimated)")
+        local = None
+        if Xmem is not None:
+            local = lambda: enc.spearman_sketch_local(Xmem, W, x_tables, u_tables, loo=loo)  # noqa: E731
+        out = passes.run(checkpoint,
+                         lambda ck: enc.spearman_sketch_pass(Xd, W, x_tables, u_tables, loo=loo, n_write=n_write,
+                                                             out_group=out_group, checkpoint=ck),
+                         "Spearman ranks (estimated)", local=local)
         S_mem = out.get("S")  # in-memory input: the anchors' estimated ranks
-        passes = 1
     else:
         U = stats.means
         S_mem = alg.row_ranks(U)
@@ -209,19 +223,20 @@ def _spearman_fit_passes(Xd, W, stats, plan, loo, *, n_write, out_group, label, 
             if loo is not None:
                 where = np.flatnonzero((loo.rows >= r0) & (loo.rows < r1))
                 sub = enc.LooSpec(loo.rows[where], loo.cols[where], loo.counts[where])
-            res = _run(Xmem, lambda: enc.spearman_exact_local(Xmem, slice(r0, r1), S_mem, U=U, loo=sub),
-                       lambda: enc.spearman_exact_block(Xd, slice(r0, r1), S_mem, U=U, loo=sub),
-                       f"{label}: Spearman ranks (exact, block {i + 1}/{len(starts)})")
+            local = None
+            if Xmem is not None:
+                local = lambda: enc.spearman_exact_local(Xmem, slice(r0, r1), S_mem, U=U, loo=sub)  # noqa: E731
+            res = passes.run(None, lambda ck: enc.spearman_exact_block(Xd, slice(r0, r1), S_mem, U=U, loo=sub),
+                             f"Spearman ranks (exact, row block {i + 1}/{len(starts)})", local=local)
             for key in ("rank_cross", "r_sum", "r_sq"):
                 out[key][r0:r1] = res[key]
             if loo is not None:
                 for key in ("loo_cross", "loo_sum", "loo_sq"):
                     out[key][where] = res[key]
-        passes = len(starts)
     loo_corr = None
     if loo is not None:
         loo_corr = _pearson_pairs(out["loo_cross"], out["r_sum"][loo.rows], out["r_sq"][loo.rows], out["loo_sum"], out["loo_sq"], p)
-    return _RankResult(out["rank_cross"], out["r_sum"], out["r_sq"], out["s_sum"], out["s_sq"], loo_corr), S_mem, passes
+    return _RankResult(out["rank_cross"], out["r_sum"], out["r_sq"], out["s_sum"], out["s_sq"], loo_corr), S_mem
 
 
 def _set_stats(stats: enc.ClassStats, ranks: _RankResult | None, s: int, K: int) -> alg.AnchorStats:

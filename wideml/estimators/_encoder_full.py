@@ -1,10 +1,14 @@
 """The full-kernel form of :class:`~wideml.estimators.encoder.EncoderClassifier` (Section 2): Z = A W.
 
 A is the n x n kernel matrix of the training rows, from one Gram pass (plus the
-rank Gram for spearman); each kernel's embedding is A times the class-mean
-operator W, every inner fold's a principal sub-block of A times that fold's W.
-Embedding new data reads the training data again (a cross-Gram pass), so the
-estimator keeps a handle on it.
+rank Gram for spearman, and the class means U = W^T X when linear is among the
+kernels); each kernel's embedding is A times the class-mean operator W, every
+inner fold's a principal sub-block of A times that fold's W. With the linear
+kernel selected, new data is embedded as X U^T (the fast form's pass), so
+neither ``transform`` nor ``save_model`` reads the training data. With the
+euclidean or spearman kernel, embedding new data reads the training data again
+(a cross-Gram pass): the estimator keeps a handle on it, and a saved model
+names its training store.
 """
 
 from __future__ import annotations
@@ -12,16 +16,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import dask
 import dask.array as da
 import numpy as np
 
 from wideml.algebra import encoder as alg
 from wideml.algebra.centering import class_weights
+from wideml.estimators._encoder_data import _group_array
 from wideml.estimators._encoder_fit import _baseline, _exact_block_rows, _inner_folds, _lda, _proba
+from wideml.estimators._passes import FitPasses
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
 from wideml.passes.crossgram import raw_cross_gram_pass
-from wideml.passes.gram import gram_pass
+from wideml.passes.blocks import check_finite
+from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
 from wideml.runtime import compute
 
 if TYPE_CHECKING:
@@ -78,6 +86,33 @@ def choose_full(kernels: tuple[str, ...], A: dict[str, np.ndarray], codes: np.nd
     return chosen, scores, ldas, Zs
 
 
+def _both(*results):
+    return results
+
+
+def _gram_graph(Xd: da.Array, codes: np.ndarray, K: int, group: str | None, rank: bool):
+    """The fit's one pass as one graph: the Gram (filling the class means into ``group`` when given), and the rank Gram."""
+    graphs = [gram_pass(Xd, codes, K, out_group=group) if group is not None else gram_pass(Xd)]
+    if rank:
+        graphs.append(enc.rank_gram_block(Xd))
+    return dask.delayed(_both, pure=True)(*graphs)
+
+
+def _gram_local(X: np.ndarray, W: np.ndarray | None, rank: bool) -> tuple:
+    """:func:`_gram_graph` on an in-memory X: (X X^T, squared row norms, class means W^T X or None, rank Gram or None)."""
+    check_finite(X, 0)
+    x = np.asarray(X, dtype=np.float64)
+    G = x @ x.T
+    sq = np.einsum("ij,ij->i", x, x)
+    U = W.T @ x if W is not None else None
+    r = None
+    if rank:
+        R = alg.row_ranks(x)
+        a_sum, a_sq = alg.rank_sums(R)
+        r = {"gram": R @ R.T, "a_sum": a_sum, "a_sq": a_sq, "b_sum": a_sum, "b_sq": a_sq}
+    return G, sq, U, r
+
+
 def fit_full(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -> None:
     """Fit ``est`` in the full-kernel form: sets its fitted attributes and keeps the training data's handle.
 
@@ -91,24 +126,39 @@ def fit_full(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
 
     Notes
     -----
-    Passes over X: 1 (the n x n Gram, plus the rank Gram for spearman, in the same pass).
+    Passes over X: 1, run through a :class:`~wideml.estimators._passes.FitPasses`
+    (directly on an in-memory X): the n x n Gram, plus the rank Gram for
+    spearman, and with the linear kernel the class means U = W^T X, all in
+    the same pass. U is kept (in memory for in-memory input, else in the
+    runner's model group chunked like X) when linear is selected, so the
+    embedding of new data and ``save_model`` never read the training data
+    again; the euclidean and spearman kernels do (a cross-Gram pass).
     """
     n, p, K = data.n_samples, data.n_features, data.n_classes
-    est._drop_previous_group()
-    Xd = data.X
-    graphs = [gram_pass(Xd)]
-    if "spearman" in kernels:
-        if _exact_block_rows(n, p, 0) < n:
-            raise WidemlError("form='full' with the spearman kernel ranks all of X at once, which does not fit the memory "
-                              "budget; use form='fast' or raise wideml.memory-limit.")
-        graphs.append(enc.rank_gram_block(Xd))
-    results = compute(*graphs, label="EncoderClassifier fit (full kernel): Gram pass")
-    G, sq = results[0].raw_gram(), results[0].sq_norms()
+    linear, rank = "linear" in kernels, "spearman" in kernels
+    if rank and _exact_block_rows(n, p, 0) < n:
+        raise WidemlError("form='full' with the spearman kernel ranks all of X at once, which does not fit the memory "
+                          "budget; use form='fast' or raise wideml.memory-limit.")
+    W = class_weights(data.codes, K)
+    passes = FitPasses(est, 1)
+    group, arrays, local = None, None, None
+    if data.in_memory:
+        local = lambda: _gram_local(data.numpy_X, W if linear else None, rank)  # noqa: E731
+    elif linear:
+        width = data.X.chunks[1][0]
+        arrays = {FEATURE_MEAN: ((p,), (width,)), CLASS_MEANS: ((K, p), (K, width)), CLASS_MEDIANS: ((K, p), (K, width))}
+        group = passes.model_group(arrays)
+    what = "Gram" + (" and class means" if linear else "") + (", rank Gram" if rank else "")
+    out = passes.run(None, lambda ck: _gram_graph(data.X, data.codes, K, group, rank), what, local=local)
+    passes.record()
+    if data.in_memory:
+        G, sq, U, r = out
+    else:
+        G, sq, U = out[0].raw_gram(), out[0].sq_norms(), None
+        r = out[1] if rank else None
     A, offsets = {}, {}
     for kern in kernels:
-        rank_stats = None
         if kern == "spearman":
-            r = results[1]
             rank_stats = (r["a_sum"], r["a_sq"], r["b_sum"], r["b_sq"], p)
             A[kern], offsets[kern] = alg.full_kernel(kern, r["gram"], sq, sq, rank_stats=rank_stats)
         else:
@@ -122,15 +172,18 @@ def fit_full(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
     est.classifier_ = ldas[chosen]
     est.embedding_ = Zs[chosen]
     est.offset_ = float(offsets[chosen])
-    est.spearman_mode_ = "exact" if "spearman" in kernels else None
+    est.spearman_mode_ = "exact" if rank else None
     est.sketch_idx_ = None
-    est.n_fit_passes_ = 1
     est.train_codes_ = data.codes
+    est._group = group
     est.class_means_ = None
+    if chosen == "linear":  # the inner product: A W = X U^T, so new data needs only the class means
+        est.class_means_ = U if group is None else _group_array(group, CLASS_MEANS, arrays)
+    elif group is not None:
+        est._drop_previous_group()  # class means of a kernel not selected
     est.class_mean_ranks_ = None
     est.rank_sums_ = None
-    est._group = None
-    est._train_X = Xd
+    est._train_X = data.X if chosen != "linear" else None
 
 
 def transform_full(est: EncoderClassifier, Xd: da.Array) -> np.ndarray:
@@ -164,11 +217,4 @@ def transform_full(est: EncoderClassifier, Xd: da.Array) -> np.ndarray:
     return A @ W
 
 
-def full_linear_means(est: EncoderClassifier) -> np.ndarray:
-    """The class means U = W^T X of the training data (one pass over it), shape (n_classes, n_features)."""
-    W = class_weights(est.train_codes_, len(est.classes_))
-    (U,) = compute(da.from_array(W.T) @ est._train_X.astype(np.float64), label="EncoderClassifier: class means")
-    return U
-
-
-__all__ = ["choose_full", "fit_full", "full_linear_means", "transform_full"]
+__all__ = ["choose_full", "fit_full", "transform_full"]

@@ -140,8 +140,9 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
         categoricals), kept as given (:func:`wideml.storage.labels.normalise_labels`);
         taken from the store when X is a FeatureStore and y is None.
     require_labels : bool, default True
-        False for unsupervised methods (PCA): without labels every sample is
-        put in one class (``classes`` = [0]).
+        False for unsupervised methods (PCA, KernelPCA): without labels every
+        sample is put in one class (``classes`` = [0]); labels given (or held
+        by the store) may then have a single class.
 
     Returns
     -------
@@ -180,7 +181,7 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
         codes = np.zeros(n, dtype=np.int64)
         return FitInput(Xd, codes, np.zeros(1, dtype=np.int64), codes, numpy_X is not None, numpy_X, source, layout, spatial)
     y = _one_column(y)
-    y = check_labels(y, n, what="y")
+    y = check_labels(y, n, what="y", min_classes=2 if require_labels else 1)  # unsupervised: labels only describe
     _refuse_continuous(y)
     classes, codes = np.unique(y, return_inverse=True)
     return FitInput(Xd, y, classes, codes.astype(np.int64).ravel(), numpy_X is not None, numpy_X, source, layout, spatial)

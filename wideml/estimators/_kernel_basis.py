@@ -10,23 +10,6 @@ from wideml.algebra.kernels import Kernel, kernel_from_dict
 from wideml.algebra.kpca import KPCAFit, fit_kpca
 from wideml.estimators._kernel_products import Products
 
-_CONTROLLER = None
-
-
-def one_blas_thread():
-    """Context keeping BLAS single-threaded for the in-memory n x n algebra (eigh, learners).
-
-    On a shared 2-core machine a multi-threaded OpenBLAS eigh of n = 1000 was
-    measured 30x slower than single-threaded (spinning threads fight other
-    processes); single-threaded LAPACK costs at most the second core when idle.
-    """
-    global _CONTROLLER
-    from threadpoolctl import ThreadpoolController
-
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
-
 
 @dataclass
 class KernelBasis:
@@ -75,4 +58,4 @@ def make_kernel(kind: str, sigma: float, degree: int, coef0: float, gamma: float
     return Kernel(kind, sigma=sigma, degree=degree, coef0=coef0, gamma=gamma)
 
 
-__all__ = ["KernelBasis", "fit_basis", "make_kernel", "one_blas_thread"]
+__all__ = ["KernelBasis", "fit_basis", "make_kernel"]

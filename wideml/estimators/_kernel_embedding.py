@@ -1,41 +1,56 @@
-"""What the kernel models share: their model-store state, and the mixin of the kernel classifiers (KPCATrick, KernelLOL)."""
+"""What the kernel models share: their declared model state, and the mixin of the kernel classifiers (KPCATrick, KernelLOL)."""
 
 from __future__ import annotations
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from wideml.estimators._fitted import FittedState, array, state
 from wideml.estimators._kernel_basis import KernelBasis
 from wideml.estimators._kernel_products import new_products
 from wideml.estimators._kernel_training import TrainingData
+from wideml.storage.labels import classes_from_model
 
 
-def kernel_model_state(est) -> tuple[dict, dict]:
-    """Model-store state shared by the kernel estimators: KPCA basis, training data, embedding, landmarks, passes."""
-    st, arrays = est.basis_.state()
-    tst, tarr = est.training_.state()
-    arrays.update(tarr)
-    arrays["embedding"] = est.embedding_
-    if est.landmarks_ is not None:
-        arrays["landmarks"] = est.landmarks_
-    return {"basis": st, "training": tst, "n_features_in": est.n_features_in_, "n_fit_passes": int(est.n_fit_passes_)}, arrays
+def _class_passes(cls) -> int:
+    """Passes of a model saved before ``n_fit_passes`` was recorded: the one pass every kernel fit makes."""
+    return cls.n_fit_passes
 
 
-def restore_kernel_state(est, state: dict, arrays: dict) -> None:
-    """Set what :func:`kernel_model_state` saved back on ``est`` (arrays read in memory, the training data by reference).
+class KernelModelState:
+    """The model state every kernel estimator keeps: its ``_fitted`` table, then the KPCA basis and training data.
 
-    Models saved before ``n_fit_passes`` was recorded made the one pass every
-    kernel fit makes (the class's ``n_fit_passes``).
+    Listed before :class:`~wideml.estimators._fitted.FittedState` among an
+    estimator's bases (which turns the table and these hooks into
+    ``_model_state`` / ``_from_model_state``). The basis (state ``basis`` and
+    arrays ``kpca_*``) and the training data (state ``training`` and, unless it
+    is a store's path, array ``X_train``) are nested objects:
+    :meth:`_save_more` / :meth:`_load_more` keep them.
     """
-    est.basis_ = KernelBasis.from_state(state["basis"], arrays)
-    est.training_ = TrainingData.from_state(state["training"], arrays)
-    est.embedding_ = np.asarray(arrays["embedding"][...])
-    est.landmarks_ = np.asarray(arrays["landmarks"][...]) if "landmarks" in arrays else None
-    est.n_features_in_ = int(state["n_features_in"])
-    est.n_fit_passes_ = int(state.get("n_fit_passes", type(est).n_fit_passes))
+
+    #: Passes over X made by ``fit``: the Gram pass (with ``n_landmarks``, the landmark cross-Gram pass).
+    n_fit_passes = 1
+
+    _fitted = (
+        state("n_features_in_", load=int),
+        state("n_fit_passes_", load=int, default=_class_passes),  # absent from models saved before it was recorded
+        array("embedding_"),
+        array("landmarks_", optional=True),
+    )
+
+    def _save_more(self, state_out: dict, arrays: dict) -> None:
+        state_out["basis"], basis_arrays = self.basis_.state()
+        state_out["training"], training_arrays = self.training_.state()
+        arrays.update(basis_arrays)
+        arrays.update(training_arrays)
+
+    def _load_more(self, state_in: dict, arrays: dict) -> None:
+        """The basis read in memory, the training data by reference (the store's path, or the saved X_train, lazily)."""
+        self.basis_ = KernelBasis.from_state(state_in["basis"], arrays)
+        self.training_ = TrainingData.from_state(state_in["training"], arrays)
 
 
-class KernelEmbeddingMixin:
+class KernelEmbeddingMixin(KernelModelState, FittedState):
     """What the estimators that map KPCA coordinates linearly (``components_``) and then classify share.
 
     Subclasses set ``basis_``, ``training_``, ``landmarks_``, ``components_``, ``embedding_``,
@@ -43,8 +58,11 @@ class KernelEmbeddingMixin:
     ``_head()`` returning the fitted classifier on the embedding and ``_fit_head()`` refitting it.
     """
 
-    #: Passes over X made by ``fit``: the Gram pass (with ``n_landmarks``, the landmark cross-Gram pass).
-    n_fit_passes = 1
+    _fitted = KernelModelState._fitted + (
+        array("components_"),
+        array("_codes", "codes"),
+        array("classes_", load=classes_from_model),  # text classes: zarr reads StringDType, back to <U
+    )
 
     def fit_transform(self, X, y) -> np.ndarray:
         """Fit and return the training samples' embedding (n x d); one pass over X."""
@@ -70,26 +88,9 @@ class KernelEmbeddingMixin:
         tags.target_tags.required = True
         return tags
 
-    def _model_state(self):
-        state, arrays = kernel_model_state(self)
-        arrays.update({"components": self.components_, "codes": self._codes, "classes": self.classes_})
-        return state, arrays
-
-    @classmethod
-    def _from_model_state(cls, params, state, arrays):
-        est = cls(**params)
-        restore_kernel_state(est, state, arrays)
-        est.components_ = np.asarray(arrays["components"][...])
-        est._codes = np.asarray(arrays["codes"][...])
-        from wideml.storage.labels import classes_from_model
-
-        est.classes_ = classes_from_model(arrays["classes"])  # text classes: zarr reads StringDType, back to <U
-        est._restore_extra(arrays)
-        est._fit_head()
-        return est
-
-    def _restore_extra(self, arrays) -> None:
-        """Hook for subclass-specific arrays saved by ``_model_state``."""
+    def _load_more(self, state_in: dict, arrays: dict) -> None:
+        super()._load_more(state_in, arrays)
+        self._fit_head()
 
 
-__all__ = ["KernelEmbeddingMixin", "kernel_model_state", "restore_kernel_state"]
+__all__ = ["KernelEmbeddingMixin", "KernelModelState"]

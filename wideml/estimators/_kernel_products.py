@@ -2,7 +2,8 @@
 
 Fitting reads X once (the Gram pass, or with landmarks the n x m landmark
 cross-Gram pass); every kernel is an elementwise function of that pass's
-products. Mapping new samples reads the new data and the training data once
+products. Lazy training X that is not a store's is also copied by that pass,
+chunk by chunk, into the model's work group (the model keeps the copy). Mapping new samples reads the new data and the training data once
 together (:func:`wideml.passes.crossgram.cross_gram_pass`).
 """
 
@@ -14,11 +15,12 @@ import dask.array as da
 import numpy as np
 
 from wideml.algebra.kernels import gram_sq_distances
-from wideml.estimators._kernel_training import TrainingData
+from wideml.estimators._kernel_training import X_TRAIN, TrainingData
 from wideml.estimators._passes import FitPasses
 from wideml.exceptions import WidemlError
 from wideml.passes.crossgram import cross_gram_pass
 from wideml.passes.gram import gram_pass
+from wideml.passes.outputs import write_output
 from wideml.runtime import compute
 from wideml.runtime.checkpoint import PassCheckpoint
 
@@ -54,17 +56,21 @@ class Products:
 
 
 def training_products(X: da.Array, passes: FitPasses, landmarks: np.ndarray | None = None,
-                      checkpoint: PassCheckpoint | None = None) -> Products:
+                      checkpoint: PassCheckpoint | None = None, copy_to: str | None = None) -> Products:
     """One pass over the training X: the full Gram (landmarks None) or the n x m landmark cross-Gram.
 
     Parameters
     ----------
     X : dask.array.Array of shape (n, p)
+        Full-height chunks (:func:`wideml.estimators._input.regular_feature_chunks`).
     passes : FitPasses
         The fit's pass runner: numbers, labels and counts this pass.
     landmarks : ndarray of int of shape (m,), optional
     checkpoint : PassCheckpoint, optional
-        Makes the pass resumable (:func:`wideml.estimators._resume.kernel_checkpoint`).
+        Makes the pass resumable (``passes.checkpoint``; only for a store's X, which is never copied).
+    copy_to : str, optional
+        A model group holding an empty array ``X_train`` shaped and chunked like
+        X: the pass writes every chunk of X into it as it reads it.
 
     Returns
     -------
@@ -74,6 +80,8 @@ def training_products(X: da.Array, passes: FitPasses, landmarks: np.ndarray | No
     from wideml.estimators import _resume
     from wideml.passes.crossgram import cross_from_state, cross_state
 
+    if copy_to is not None:
+        X = copying_chunks(X, copy_to)
     if landmarks is None:
         stats = passes.run(checkpoint, lambda ck: gram_pass(X, checkpoint=ck), "Gram",
                            to_state=_resume.gram_state, from_state=_resume.gram_from_state)
@@ -83,17 +91,55 @@ def training_products(X: da.Array, passes: FitPasses, landmarks: np.ndarray | No
     return Products(cross.raw_cross(), cross.sq_distances(), int(X.shape[1]), np.asarray(landmarks))
 
 
-def kernel_products(passes: FitPasses, training: TrainingData, landmarks: np.ndarray | None,
-                    codes: np.ndarray | None = None) -> Products:
-    """:func:`training_products` of ``passes.estimator``'s training data, resumable in a resumable run.
+def _write_chunk(block: np.ndarray, group: str, block_info=None) -> np.ndarray:
+    """Write one full-height chunk of X into ``group``'s ``X_train`` at its feature offset; return it unchanged."""
+    write_output(group, X_TRAIN, np.asarray(block), int(block_info[0]["array-location"][1][0]))
+    return block
 
-    The checkpoint is :func:`wideml.estimators._resume.kernel_checkpoint`'s
-    (``codes``, the labels, are part of its fingerprint). Passes over X: 1.
+
+def copying_chunks(X: da.Array, group: str) -> da.Array:
+    """X, each of whose chunks is also written into ``group``'s ``X_train`` when the pass reads it (no extra read)."""
+    return X.map_blocks(_write_chunk, group, dtype=X.dtype, meta=X._meta)
+
+
+def kernel_passes(est, training: TrainingData, codes: np.ndarray | None = None) -> FitPasses:
+    """The runner of a kernel fit's one pass, with the resumable session when the fit is resumable.
+
+    Only a fit on a store's own X (``training.path`` set) inside a resumable run
+    checkpoints; ``codes`` (labels, or None) are part of its fingerprint.
     """
-    from wideml.estimators._resume import kernel_checkpoint
+    from types import SimpleNamespace
 
-    checkpoint = kernel_checkpoint(passes.estimator, training, landmarks, codes)
-    return training_products(training.array(), passes, landmarks, checkpoint)
+    from wideml.estimators import _resume
+
+    session = None
+    if training.path is not None:
+        view = SimpleNamespace(X=training.array(), in_memory=False, source={"store": training.path},
+                               codes=np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes))
+        session = _resume.begin(est, view)
+    return FitPasses(est, type(est).n_fit_passes, session)
+
+
+def kernel_products(passes: FitPasses, training: TrainingData, landmarks: np.ndarray | None) -> Products:
+    """:func:`training_products` of ``passes.estimator``'s training data: its one pass over X.
+
+    The pass is checkpointed in a resumable fit (``passes.session``). Lazy
+    training X that is not a store's (``training.needs_copy``) is copied by
+    the same pass into a model group (``passes.model_group``), and
+    ``training`` then points at that copy. Passes over X: 1.
+    """
+    from wideml.runtime.checkpoint import digest
+
+    X = training.array()
+    checkpoint = passes.checkpoint("gram" if landmarks is None else "cross",
+                                   landmarks=None if landmarks is None else digest(np.asarray(landmarks)))
+    group = None
+    if training.needs_copy:
+        group = passes.model_group({X_TRAIN: (X.shape, (X.shape[0], X.chunks[1][0]), X.dtype)})
+    products = training_products(X, passes, landmarks, checkpoint, copy_to=group)
+    if group is not None:
+        training.keep_copy(passes.settle(group))
+    return products
 
 
 def new_products(X_new, training: TrainingData, landmarks: np.ndarray | None, name: str = "the model") -> Products:
@@ -123,4 +169,4 @@ def choose_landmarks(n: int, n_landmarks: int, codes: np.ndarray | None, seed) -
     return np.sort(np.concatenate([chosen, extra]).astype(np.int64))
 
 
-__all__ = ["Products", "choose_landmarks", "kernel_products", "new_products", "training_products"]
+__all__ = ["Products", "choose_landmarks", "copying_chunks", "kernel_passes", "kernel_products", "new_products", "training_products"]

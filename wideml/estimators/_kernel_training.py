@@ -1,8 +1,15 @@
 """Where a kernel model's training X lives, so that new data can be crossed with it in one pass.
 
-A fitted kernel model keeps a reference to its training data: the training
-store's path when it was fitted on a store, otherwise the training matrix
-itself (saved into the model store, chunked like X).
+A fitted kernel model keeps its training data as one of:
+
+- the training store's path, when it was fitted on a store (or a store's own X):
+  the store is reopened to cross new data with it;
+- the array itself, for in-memory (numpy) input (saving the model copies it from memory);
+- otherwise (a dask, zarr or h5py array that is not a store's X) the copy of X
+  the fit's one pass wrote into the model's work group chunk by chunk
+  (:func:`wideml.estimators._kernel_products.kernel_products`): the model then
+  no longer depends on the user's lazy input, and saving it copies files
+  without computing the user's graph.
 """
 
 from __future__ import annotations
@@ -11,10 +18,12 @@ import os
 from pathlib import Path
 
 import dask.array as da
-import numpy as np
 
-from wideml.exceptions import StoreError, WidemlError
+from wideml.exceptions import StoreError
 from wideml.passes.blocks import as_dask_array
+
+#: Name of the training X in a kernel model (its work group, and the saved model).
+X_TRAIN = "X_train"
 
 
 def _store_reader(X: da.Array):
@@ -31,6 +40,18 @@ def _store_reader(X: da.Array):
     return None
 
 
+def store_path(X) -> str | None:
+    """Absolute path of the feature store X is (or whose own X it is, before any rechunking), else None."""
+    from wideml.storage.featurestore import FeatureStore
+
+    if isinstance(X, FeatureStore):
+        return str(Path(X.path).resolve())
+    if isinstance(X, da.Array):
+        reader = _store_reader(X)
+        return str(Path(reader.path).resolve()) if reader is not None else None
+    return None
+
+
 class TrainingData:
     """Where a kernel model's training X lives, to cross new data with it in one pass.
 
@@ -44,24 +65,32 @@ class TrainingData:
     layout : FeatureLayout, optional
         The training features' layout (checked against new data, and against the
         training store when it is reopened).
+    in_memory : bool, default False
+        X views an in-memory array (kept as it is: no copy is written).
     """
 
-    def __init__(self, X: da.Array | None, path: str | None, shape: tuple[int, int], layout=None):
+    def __init__(self, X: da.Array | None, path: str | None, shape: tuple[int, int], layout=None, in_memory: bool = False):
         self._X = X
         self.path = path
         self.shape = (int(shape[0]), int(shape[1]))
         self.layout = layout
+        self.in_memory = bool(in_memory)
 
     @classmethod
-    def from_input(cls, X) -> "TrainingData":
-        from wideml.storage.featurestore import FeatureStore
+    def from_fit_input(cls, data, path: str | None) -> "TrainingData":
+        """The training data of a fit's :class:`~wideml.estimators._input.FitInput` (``path``: its store's, or None)."""
+        return cls(data.X, path, data.shape, data.layout, in_memory=data.in_memory)
 
-        if isinstance(X, FeatureStore):
-            return cls(X.X, str(Path(X.path).resolve()), X.X.shape)
-        Xd = as_dask_array(X)
-        reader = _store_reader(Xd)
-        path = str(Path(reader.path).resolve()) if reader is not None else None
-        return cls(Xd, path, Xd.shape)
+    @property
+    def needs_copy(self) -> bool:
+        """Whether the fit's pass must write a copy of X (lazy input that is not a store's X)."""
+        return self.path is None and not self.in_memory
+
+    def keep_copy(self, group: str) -> None:
+        """Point at the copy of X the fit's pass wrote into the model group ``group`` (which it keeps alive)."""
+        from wideml.estimators._workdir import work_array
+
+        self._X = work_array(group, X_TRAIN)
 
     def array(self) -> da.Array:
         """The training X as a dask array (reopening the training store if needed)."""
@@ -87,19 +116,20 @@ class TrainingData:
         return self._X
 
     def state(self) -> tuple[dict, dict]:
+        """(state, arrays) of a model: the store's path, or the training X (in memory, or the fit's copy of it)."""
         if self.path is not None:
             return {"path": self.path, "shape": list(self.shape)}, {}
-        return {"path": None, "shape": list(self.shape)}, {"X_train": self._X}
+        return {"path": None, "shape": list(self.shape)}, {X_TRAIN: self._X}
 
     @classmethod
     def from_state(cls, state: dict, arrays: dict) -> "TrainingData":
         if state.get("path") is not None:
             return cls(None, state["path"], tuple(state["shape"]))
-        return cls(as_dask_array(arrays["X_train"]), None, tuple(state["shape"]))
+        return cls(as_dask_array(arrays[X_TRAIN]), None, tuple(state["shape"]))
 
 
-def training_input(X, y=None, *, supervised: bool = True) -> tuple[TrainingData, np.ndarray | None, np.ndarray | None]:
-    """Validate training input; returns (TrainingData, codes, classes) — codes/classes None if unsupervised.
+def training_input(X, y=None, *, supervised: bool = True):
+    """Validate training input through :func:`~wideml.estimators._input.fit_input`; returns (TrainingData, FitInput).
 
     Parameters
     ----------
@@ -107,42 +137,23 @@ def training_input(X, y=None, *, supervised: bool = True) -> tuple[TrainingData,
     y : array-like of shape (n_samples,), optional
         Labels of any kind (``supervised`` only; continuous targets are refused).
     supervised : bool, default True
+        False: ``y`` is not read (``fit_input(X, None, require_labels=False)``).
 
     Returns
     -------
     training : TrainingData
-    codes : ndarray of shape (n_samples,) or None
-    classes : ndarray of shape (n_classes,) or None
+    data : FitInput
+        Its ``codes`` and ``classes`` are the labels' (one class for unsupervised input).
 
     Notes
     -----
     Reads no X. The training store's path is taken from the input as given
     (before any rechunking), so a model fitted on ``store.X`` can find its store again.
     """
-    from wideml.estimators._input import _numpy_input, fit_input, regular_feature_chunks
-    from wideml.storage.featurestore import FeatureStore
+    from wideml.estimators._input import fit_input
 
-    path = None
-    if isinstance(X, FeatureStore):
-        path = str(Path(X.path).resolve())
-    elif isinstance(X, da.Array):
-        reader = _store_reader(X)
-        path = str(Path(reader.path).resolve()) if reader is not None else None
-    if supervised:
-        fi = fit_input(X, y)  # labels of any kind, continuous targets refused
-        return TrainingData(fi.X, path, fi.X.shape, fi.layout), fi.codes, fi.classes
-    if isinstance(X, FeatureStore):
-        Xd = X.X
-    elif isinstance(X, da.Array) or type(X).__module__.startswith(("zarr", "h5py")):
-        Xd = as_dask_array(X)
-    else:
-        Xd = as_dask_array(_numpy_input(X))
-    if Xd.ndim != 2:
-        raise WidemlError(f"X must be 2-D (n_samples, n_features), got shape {Xd.shape}; reshape it.")
-    Xd = regular_feature_chunks(Xd)
-    from wideml.storage.layout import layout_of
-
-    return TrainingData(Xd, path, Xd.shape, layout_of(X)), None, None
+    data = fit_input(X, y) if supervised else fit_input(X, None, require_labels=False)
+    return TrainingData.from_fit_input(data, store_path(X)), data
 
 
-__all__ = ["TrainingData", "training_input"]
+__all__ = ["X_TRAIN", "TrainingData", "store_path", "training_input"]

@@ -180,7 +180,7 @@ def gram_from_state(state: tuple) -> Any:
 
 
 __all__ = ["AUTO_FOLDER_PREFIX", "auto_folder", "auto_resumable", "begin", "begin_with", "begun", "ensure_array", "fields_state", "fingerprint",
-           "kernel_checkpoint", "saved_step", "gram_from_state", "gram_state", "model_group", "pass_checkpoint", "run_pass", "settle_group", "store_fingerprint"]
+           "saved_step", "gram_from_state", "gram_state", "model_group", "pass_checkpoint", "run_pass", "settle_group", "store_fingerprint"]
 
 
 def ensure_array(group: str, name: str, shape: tuple[int, ...], chunks: tuple[int, ...]) -> None:
@@ -194,27 +194,6 @@ def ensure_array(group: str, name: str, shape: tuple[int, ...], chunks: tuple[in
     if name in existing and tuple(existing[name].shape) == tuple(shape):
         return
     existing.create_array(name, shape=shape, chunks=chunks, dtype=np.float64, compressors=None, fill_value=0.0)
-
-
-class _StoreView:
-    """What :func:`fingerprint` reads of a fit's input, for kernel models' training data (a store's X, by path)."""
-
-    def __init__(self, X: Any, path: str, codes: Any):
-        self.X, self.in_memory, self.source = X, False, {"store": path}
-        self.codes = np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes)
-
-
-def kernel_checkpoint(est: Any, training: Any, landmarks: Any, codes: Any = None) -> PassCheckpoint | None:
-    """Checkpoints of a kernel model's one pass (full Gram, or landmark cross-Gram) in a resumable run, else None.
-
-    Only training data that is a store's own X (``training.path`` set) checkpoints.
-    """
-    if active() is None or training.path is None:
-        return None
-    params = {k: v for k, v in est.get_params(deep=False).items() if k != "workdir"}
-    session = begin_with(_StoreView(training.array(), training.path, codes), type(est).__name__, params)
-    kind = "gram" if landmarks is None else "cross"
-    return pass_checkpoint(session, 1, 1, kind=kind, landmarks=None if landmarks is None else digest(np.asarray(landmarks)))
 
 
 #: Name prefix of the automatic work directories of API fits under ``wideml.resume`` (in ``wideml.workdir``).

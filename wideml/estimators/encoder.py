@@ -14,8 +14,16 @@ fit, + spearman           **2** (exact ranks when the rows fit the memory
                           budget as one block; else ``spearman="approx"``)
 predict / transform       1 (linear, euclidean); spearman: 1 (exact) or 2 (approx)
 cross_validate_encoder    1 for all folds (2 with spearman)
-form="full" fit           1 (the n x n Gram, plus the rank Gram for spearman)
+form="full" fit           1 (the n x n Gram, plus the rank Gram for spearman and
+                          the class means U = W^T X with linear)
+form="full" predict       linear: 1 (X U^T); euclidean, spearman: 1 over the new
+                          and the training data together (their cross-Gram)
+save_model                none
 ========================  ======================================================
+
+Every fit pass runs through one :class:`~wideml.estimators._passes.FitPasses`
+(its progress label says "EncoderClassifier fit, pass i/total: ..."; an
+in-memory X is read directly, without a graph), which sets ``n_fit_passes_``.
 
 Kernel selection
 ----------------
@@ -91,15 +99,18 @@ returns a JSON-serialisable dict. Every user error is a one-sentence
 
 Modules
 -------
-This module holds the estimator; its helpers live in
-``estimators/_encoder_data.py`` (running a pass on a graph or directly on an
-in-memory array), ``estimators/_encoder_fit.py``
-(parameters, the LDA, the Spearman rank passes, kernel selection),
+This module holds the estimator and its ``_fitted`` table (what a saved model
+keeps, :mod:`wideml.estimators._fitted`); its helpers live in
+``estimators/_encoder_data.py`` (embedding new data on a graph or directly on
+an in-memory array, the fitted arrays of the work group),
+``estimators/_encoder_fit.py`` (parameters, the LDA, the class-statistics and
+Spearman rank passes run by the fit's ``FitPasses``, kernel selection),
 ``estimators/_encoder_fast.py`` (the fast form's fit and embedding of new
 data), ``estimators/_encoder_full.py`` (the full-kernel form),
-``estimators/_encoder_model.py`` (saving and loading a model) and
-``estimators/_encoder_cv.py`` (:func:`cross_validate_encoder`, re-exported
-here).
+``estimators/_encoder_model.py`` (what the model keeps beyond the table: the
+LDA, a full-kernel model's training store) and ``estimators/_encoder_cv.py``
+(:func:`cross_validate_encoder`, re-exported here, its passes run by the same
+runner).
 """
 
 from __future__ import annotations
@@ -123,15 +134,16 @@ from wideml.estimators._encoder_fit import (
     _validate_params,
 )
 from wideml.estimators._encoder_full import fit_full, transform_full
-from wideml.estimators._encoder_model import from_model_state, model_state
+from wideml.estimators._encoder_model import load_extra, save_extra, scores_from_json, scores_to_json
+from wideml.estimators._fitted import FittedState, array, p_array, read_small, state
 from wideml.estimators._input import check_feature_layout, fit_input, memory_input, predict_input
 from wideml.estimators._params import CheckedParams
-from wideml.estimators._workdir import new_model_group
 from wideml.exceptions import WidemlError
 from wideml.passes.chunkmath import PRECISIONS
+from wideml.storage.labels import classes_from_model
 
 
-class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEstimator):
+class EncoderClassifier(FittedState, CheckedParams, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Multi-kernel encoder embedding to the class means, followed by LDA.
 
     Parameters
@@ -149,9 +161,12 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
     switch_threshold : float, default 0.3
     form : {"fast", "full"}, default "fast"
         "fast": Z = kernel(X, U) with U the class means (Section 3).
-        "full": Z = A W from the n x n kernel matrix (Section 2); predicting
-        then needs the training data again (a pass over it), so a full-form
-        model saved to disk must have been trained on a store.
+        "full": Z = A W from the n x n kernel matrix (Section 2). With the
+        linear kernel selected, A W = X U^T: the fit's Gram pass also yields
+        the class means U, and predicting reads only the new data. With
+        euclidean or spearman, predicting needs the training data again (a
+        pass over it), so such a model saved to disk must have been trained
+        on a store.
     spearman : {"auto", "exact", "approx"}, default "auto"
     sketch_size : int, default 4096
         Features sampled per row by the approximate rank estimator (memory
@@ -177,8 +192,9 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         Fitted on the selected kernel's training embedding.
     embedding_ : ndarray of shape (n_samples, n_classes)
         Training embedding of the selected kernel.
-    class_means_ : ndarray or dask array of shape (n_classes, n_features)
+    class_means_ : ndarray or dask array of shape (n_classes, n_features) or None
         U = W^T X; in memory for numpy input, else on disk chunked like X.
+        ``form="full"``: kept only when the linear kernel is selected (else None).
     class_mean_ranks_ : array of shape (n_classes, n_features) or None
         Ranks of each class mean across features (spearman only).
     offset_ : float
@@ -222,7 +238,9 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         -----
         Passes over X: 1 for linear/euclidean kernels, +1 for spearman (exact
         in one block, or approximate), +1 per extra row block when exact ranks
-        must be split; ``form="full"``: 1. Recorded in ``n_fit_passes_``.
+        must be split; ``form="full"``: 1. All run through one
+        :class:`~wideml.estimators._passes.FitPasses`, which records them in
+        ``n_fit_passes_``. A refit deletes the previous fit's work folder.
         """
         self._validate_parameters()
         kernels = _validate_params(self)
@@ -235,40 +253,22 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         self.feature_layout_ = data.layout
         self.train_counts_ = np.bincount(data.codes, minlength=data.n_classes)
         self.feature_chunk_ = _feature_chunk(data)
+        self._drop_previous_group()
         if self.form == "full":
             fit_full(self, data, kernels)
         else:
             fit_fast(self, data, kernels)
         return self
 
-    def _model_group(self, arrays: dict) -> str:
-        """The zarr group the fit writes its p-sized arrays into.
-
-        A refit with the same arrays (names, shapes, chunks) and ``workdir``
-        overwrites the previous fit's group in place (the pass writes every
-        chunk); otherwise the previous group is deleted and a new one made.
-        """
-        import os
-
-        spec = (self.workdir, tuple(sorted(arrays.items())))
-        old = getattr(self, "_group", None)
-        if old and getattr(self, "_group_spec", None) == spec and os.path.isdir(old):
-            return old
-        self._drop_previous_group()
-        group = new_model_group(self, self.workdir, arrays)
-        self._group_spec = spec
-        return group
-
     def _drop_previous_group(self) -> None:
-        """A refit replaces the store-backed arrays of the previous fit: delete them now, not at exit."""
+        """A refit replaces the store-backed arrays of the previous fit: delete their work folder now, not at exit."""
         import os
         import shutil
 
         old = getattr(self, "_group", None)
         if old:
             shutil.rmtree(os.path.dirname(old), ignore_errors=True)
-            self._group = None
-            self._group_spec = None
+        self._group = None
 
     def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
         """Fit, then return the training embedding ``embedding_`` (no extra pass)."""
@@ -290,7 +290,8 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         -----
         Passes over X: 1 (linear, euclidean, exact spearman in one block) or 2
         (approximate spearman: the rows' sampled values, then their ranks).
-        ``form="full"`` also reads the training data once.
+        ``form="full"`` with the euclidean or spearman kernel also reads the
+        training data once (with linear, only the new data is read).
         """
         check_is_fitted(self, "classifier_")
         check_feature_layout(X, self.n_features_in_, "EncoderClassifier", getattr(self, "feature_layout_", None))
@@ -340,15 +341,35 @@ class EncoderClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEs
         pred_cmp = pred.astype(str) if y_cmp.dtype.kind in "U" else pred
         return float(np.average(pred_cmp == y_cmp, weights=sample_weight))
 
-    # -- model store -----------------------------------------------------------------------
-    def _model_state(self):
-        """The JSON state and arrays saved in a model group (:func:`~wideml.estimators._encoder_model.model_state`)."""
-        return model_state(self)
+    # -- model store: the fitted attributes a model keeps ------------------------------------
+    _fitted = (
+        state("n_features_in_", load=int),
+        state("kernels_", "kernels", load=tuple),
+        state("kernel_"),
+        state("kernel_scores_", save=scores_to_json, load=scores_from_json),
+        state("offset_", save=float, load=float),
+        state("spearman_mode_"),
+        state("precision_"),
+        state("n_fit_passes_", load=int),
+        array("classes_", load=classes_from_model),  # text classes: zarr reads StringDType, back to <U
+        array("train_counts_"),
+        array("embedding_"),
+        p_array("class_means_", optional=True),  # saved chunked like X (in-memory ones rechunked in _save_more)
+        p_array("class_mean_ranks_", optional=True),
+        array("rank_sums_", optional=True, save=np.stack, load=lambda a: tuple(read_small(a))),
+        array("sketch_idx_", optional=True),
+    )
 
-    @classmethod
-    def _from_model_state(cls, params, state, arrays):
-        """An encoder rebuilt from a model group (:func:`~wideml.estimators._encoder_model.from_model_state`)."""
-        return from_model_state(cls, params, state, arrays)
+    def _save_more(self, state_out: dict, arrays: dict) -> None:
+        """The fitted LDA, a full-form model's training store and codes; in-memory p-sized arrays chunked like X.
+
+        Only a spearman model keeps the rank arrays (``class_mean_ranks``, ``rank_sums``, ``sketch_idx``).
+        """
+        save_extra(self, state_out, arrays)
+
+    def _load_more(self, state_in: dict, arrays: dict) -> None:
+        """The LDA, and a full-form model's training codes and store (reopened, its shape checked)."""
+        load_extra(self, state_in, arrays)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

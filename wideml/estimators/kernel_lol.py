@@ -16,11 +16,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from wideml.algebra.kpca import DEFAULT_TOL
 from wideml.algebra.lol import lol_projection
 from wideml.estimators.classifier import make_classifier
-from wideml.estimators._kernel_basis import fit_basis, make_kernel, one_blas_thread
+from wideml.estimators._kernel_basis import fit_basis, make_kernel
 from wideml.estimators._kernel_embedding import KernelEmbeddingMixin
-from wideml.estimators._kernel_products import choose_landmarks, kernel_products
+from wideml.estimators._kernel_products import choose_landmarks, kernel_passes, kernel_products
 from wideml.estimators._kernel_training import training_input
-from wideml.estimators._passes import FitPasses
+from wideml.estimators._passes import algebra_threads
 from wideml.estimators._resume import auto_resumable
 from wideml.estimators._params import KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams, Options
 
@@ -93,12 +93,12 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels; one pass over X."""
         self._validate_parameters()  # first_moment: class medians are not defined in feature space, so 'mean' only
         kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
-        self.training_, codes, self.classes_ = training_input(X, y)
-        Xd = self.training_.array()
-        self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(Xd.shape[0], int(self.n_landmarks), codes, self.random_state)
-        passes = FitPasses(self, self.n_fit_passes)
-        products = kernel_products(passes, self.training_, self.landmarks_, codes)
-        with one_blas_thread():
+        self.training_, data = training_input(X, y)
+        codes, self.classes_, n = data.codes, data.classes, data.n_samples
+        self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
+        passes = kernel_passes(self, self.training_, codes)
+        products = kernel_products(passes, self.training_, self.landmarks_)
+        with algebra_threads(n):  # n x n: the KPCA (or n x m with landmarks), G = F F^T and LOL on it
             self.basis_, F = fit_basis(kernel, products, self.kpca_components, self.tol)
             G = F @ F.T
             proj = lol_projection(G, codes, len(self.classes_), int(self.n_components), first_moment="mean",
@@ -107,7 +107,7 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         self.embedding_ = F @ self.components_.T
         self._codes = codes
         self._fit_head()
-        self.n_features_in_ = int(Xd.shape[1])
+        self.n_features_in_ = data.n_features
         passes.record()
         return self
 

@@ -16,16 +16,17 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.kpca import DEFAULT_TOL
-from wideml.estimators._kernel_basis import fit_basis, make_kernel, one_blas_thread
-from wideml.estimators._kernel_embedding import kernel_model_state, restore_kernel_state
-from wideml.estimators._kernel_products import choose_landmarks, kernel_products, new_products
+from wideml.estimators._kernel_basis import fit_basis, make_kernel
+from wideml.estimators._fitted import FittedState
+from wideml.estimators._kernel_embedding import KernelModelState
+from wideml.estimators._kernel_products import choose_landmarks, kernel_passes, kernel_products, new_products
 from wideml.estimators._kernel_training import training_input
-from wideml.estimators._passes import FitPasses
+from wideml.estimators._passes import algebra_threads
 from wideml.estimators._resume import auto_resumable as _auto_resumable
 from wideml.estimators._params import KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams
 
 
-class KernelPCA(CheckedParams, TransformerMixin, BaseEstimator):
+class KernelPCA(CheckedParams, KernelModelState, FittedState, TransformerMixin, BaseEstimator):
     """Kernel PCA of wide data from one Gram pass (the KPCA trick's coordinates).
 
     Parameters
@@ -71,9 +72,6 @@ class KernelPCA(CheckedParams, TransformerMixin, BaseEstimator):
     ``transform`` 1 over the new data and the training data together.
     """
 
-    #: Passes over X made by ``fit``: the Gram pass (with ``n_landmarks``, the landmark cross-Gram pass).
-    n_fit_passes = 1
-
     _parameter_constraints = {**KERNEL_CONSTRAINTS, "n_components": [POSITIVE_INT, NONE]}
 
     def __init__(self, n_components: int | None = None, kernel: str = "rbf", sigma: float = 1.0, degree: int = 2,
@@ -102,23 +100,22 @@ class KernelPCA(CheckedParams, TransformerMixin, BaseEstimator):
     def _fit(self, X, y):
         self._validate_parameters()
         kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
-        self.training_, _, _ = training_input(X, supervised=False)
-        Xd = self.training_.array()
-        n = Xd.shape[0]
+        self.training_, data = training_input(X, supervised=False)
+        n = data.n_samples
         codes = None
         if y is not None:  # labels only stratify the landmarks: any kind, one per sample
             from wideml.storage.writer import check_labels
 
             codes = np.unique(check_labels(y, n, min_classes=1, what="y"), return_inverse=True)[1].ravel()
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
-        passes = FitPasses(self, self.n_fit_passes)
-        products = kernel_products(passes, self.training_, self.landmarks_, codes)
-        with one_blas_thread():
+        passes = kernel_passes(self, self.training_, codes)
+        products = kernel_products(passes, self.training_, self.landmarks_)
+        with algebra_threads(n if self.landmarks_ is None else len(self.landmarks_)):  # the reference block's eigenproblem
             self.basis_, self.embedding_ = fit_basis(kernel, products, self.n_components, self.tol)
         self.kpca_ = self.basis_.kpca
         self.eigenvalues_ = self.kpca_.eigenvalues
         self.n_components_ = self.kpca_.n_components
-        self.n_features_in_ = int(Xd.shape[1])
+        self.n_features_in_ = data.n_features
         passes.record()
         return self
 
@@ -127,17 +124,11 @@ class KernelPCA(CheckedParams, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "basis_")
         return self.basis_.coordinates(new_products(X, self.training_, self.landmarks_, type(self).__name__))
 
-    def _model_state(self):
-        return kernel_model_state(self)
-
-    @classmethod
-    def _from_model_state(cls, params, state, arrays):
-        est = cls(**params)
-        restore_kernel_state(est, state, arrays)
-        est.kpca_ = est.basis_.kpca
-        est.eigenvalues_ = est.kpca_.eigenvalues
-        est.n_components_ = est.kpca_.n_components
-        return est
+    def _load_more(self, state_in: dict, arrays: dict) -> None:
+        super()._load_more(state_in, arrays)
+        self.kpca_ = self.basis_.kpca
+        self.eigenvalues_ = self.kpca_.eigenvalues
+        self.n_components_ = self.kpca_.n_components
 
 
 __all__ = ["KernelPCA"]

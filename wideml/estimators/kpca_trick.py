@@ -27,11 +27,12 @@ from wideml.algebra.kernels import PAPER_SIGMAS, CombinedKernel, rbf_family
 from wideml.algebra.kpca import DEFAULT_TOL, fit_kpca
 from wideml.algebra.metric.dne import fit_dne
 from wideml.algebra.metric.lmnn import fit_lmnn
-from wideml.estimators._kernel_basis import fit_basis, make_kernel, one_blas_thread
+from wideml.estimators._fitted import array
+from wideml.estimators._kernel_basis import fit_basis, make_kernel
 from wideml.estimators._kernel_embedding import KernelEmbeddingMixin
-from wideml.estimators._kernel_products import Products, choose_landmarks, kernel_products
+from wideml.estimators._kernel_products import Products, choose_landmarks, kernel_passes, kernel_products
 from wideml.estimators._kernel_training import training_input
-from wideml.estimators._passes import FitPasses
+from wideml.estimators._passes import algebra_threads
 from wideml.estimators._resume import auto_resumable
 from wideml.estimators._params import (KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams, Interval, Options, Satisfies,
                                       positive_reals)
@@ -330,15 +331,14 @@ class KPCATrick(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
     def fit(self, X, y) -> "KPCATrick":
         """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels y; one pass over X."""
         self._validate_parameters()
-        self.training_, codes, self.classes_ = training_input(X, y)
-        Xd = self.training_.array()
-        n = Xd.shape[0]
+        self.training_, data = training_input(X, y)
+        codes, self.classes_, n = data.codes, data.classes, data.n_samples
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
-        passes = FitPasses(self, self.n_fit_passes)
-        products = kernel_products(passes, self.training_, self.landmarks_, codes)
-        with one_blas_thread():
+        passes = kernel_passes(self, self.training_, codes)
+        products = kernel_products(passes, self.training_, self.landmarks_)
+        with algebra_threads(n):  # n x n: kernel selection, the KPCA, the learner's neighbour distances
             self._fit_algebra(products, codes)
-        self.n_features_in_ = int(Xd.shape[1])
+        self.n_features_in_ = data.n_features
         passes.record()
         return self
 
@@ -366,15 +366,11 @@ class KPCATrick(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
     def _fit_head(self) -> None:
         self.nn_ = KNeighborsClassifier(n_neighbors=int(self.n_neighbors)).fit(self.embedding_, self._codes)
 
-    def _model_state(self):
-        state, arrays = super()._model_state()
-        if self.selection_scores_ is not None:
-            arrays["selection_scores"] = np.asarray(self.selection_scores_)
-        return state, arrays
+    _fitted = KernelEmbeddingMixin._fitted + (array("selection_scores_", optional=True, save=np.asarray),)
 
-    def _restore_extra(self, arrays) -> None:
+    def _load_more(self, state_in: dict, arrays: dict) -> None:
+        super()._load_more(state_in, arrays)
         self.kernel_ = self.basis_.kernel
-        self.selection_scores_ = np.asarray(arrays["selection_scores"][...]) if "selection_scores" in arrays else None
 
 
 __all__ = ["DNE", "KPCATrick", "LMNN", "LEARNERS", "SELECTIONS", "fit_learner", "make_learner"]

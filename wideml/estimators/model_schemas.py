@@ -8,8 +8,11 @@ checked by :func:`wideml.storage.model_schema.check_model_contents` before
 samples or the Nystrom landmarks); other names are sizes free to take any
 value but one value throughout the model.
 
-Keep these tables in step with the ``_model_state`` methods: a model whose
-state or arrays differ from its table is refused at load.
+Each estimator's ``_fitted`` table (:mod:`wideml.estimators._fitted`) says
+which attribute each key holds; ``tests/estimators/test_fitted_tables.py``
+checks that every table names only keys its schema declares, optional in
+both or in neither. A model whose state or arrays differ from its schema is
+refused at load.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import numpy as np
 from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, work_dtype
 from wideml.passes.timing import phase, product
+from wideml.passes.outputs import write_output
 
 LOADINGS = "loadings"
 
@@ -34,13 +35,8 @@ def _emit_chunk(block, offset, B, Dm, med, group_path, keep, embed, precision):
         A += np.asarray(med, dtype=np.float64).T @ Dm
     shift = c @ A
     if group_path is not None:
-        from wideml.storage.rawchunks import write_aligned
-
         with phase("writes"):
-            if not write_aligned(f"{group_path}/{LOADINGS}", A, int(offset), axis=0):
-                import zarr
-
-                zarr.open_array(f"{group_path}/{LOADINGS}", mode="r+")[offset : offset + x.shape[1], :] = A
+            write_output(group_path, LOADINGS, A, int(offset), axis=0)
     XA, AtA = (as_float64(product(x, A.astype(dt))) + shift, A.T @ A) if embed else (None, None)
     return (shift, A if keep else None, XA, AtA)
 
@@ -171,7 +167,6 @@ def _assemble_block(group_path: str, centroids: str, basis_dir: str, bounds: lis
     import zarr
 
     from wideml.passes.gram import FEATURE_MEAN
-    from wideml.storage.rawchunks import write_aligned
 
     a, b = int(bounds[0]), int(bounds[-1])
     d = E.shape[1] + Ws.shape[1]
@@ -183,8 +178,7 @@ def _assemble_block(group_path: str, centroids: str, basis_dir: str, bounds: lis
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             Z = np.load(f"{basis_dir}/{int(lo)}.npy", allow_pickle=False)
             np.matmul(Z, Ws, out=A[lo - a : hi - a, E.shape[1] :])
-    if not write_aligned(f"{group_path}/{LOADINGS}", A, a, axis=0):
-        group[LOADINGS][a:b, :] = A
+    write_output(group_path, LOADINGS, A, a, axis=0)
     return np.asarray(group[FEATURE_MEAN][a:b], dtype=np.float64) @ A, A.T @ A
 
 

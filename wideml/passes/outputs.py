@@ -1,4 +1,4 @@
-"""The one writer of the passes' p-sized outputs (feature and class means, medians, ranks), chunk by chunk.
+"""The one writer of the passes' p-sized outputs (feature and class means, medians, ranks, loadings), chunk by chunk.
 
 A pass task that computes a block of a p-sized output (a feature chunk's
 class means, say) writes it into the model group as it runs, so nothing
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def write_output(group_path: str | None, name: str, values: np.ndarray, offset: int) -> None:
+def write_output(group_path: str | None, name: str, values: np.ndarray, offset: int, axis: int | None = None) -> None:
     """Write one feature chunk's block of a p-sized output array at feature ``offset``.
 
     Parameters
@@ -20,25 +20,28 @@ def write_output(group_path: str | None, name: str, values: np.ndarray, offset: 
     group_path : str or None
         Folder of the zarr group holding the output array; None writes nothing.
     name : str
-        The array's name in the group (shape (p,) or (K, p), chunked along features).
-    values : ndarray of shape (p_j,) or (K, p_j)
+        The array's name in the group: shape (p,) or (K, p) chunked along
+        features, or (p, d) (loadings: ``axis=0``).
+    values : ndarray of shape (p_j,), (K, p_j) or (p_j, d)
         The block; an empty block writes nothing.
     offset : int
         Global index of the block's first feature.
+    axis : int, optional
+        The features' axis of the array (default: the last).
     """
     if group_path is None or values.size == 0:
         return
     from wideml.storage.rawchunks import write_aligned
 
-    if write_aligned(f"{group_path}/{name}", values, offset, axis=values.ndim - 1):
+    axis = values.ndim - 1 if axis is None else axis
+    if write_aligned(f"{group_path}/{name}", values, offset, axis=axis):
         return
     import zarr
 
     arr = zarr.open_array(f"{group_path}/{name}", mode="r+")
-    if values.ndim == 1:
-        arr[offset : offset + values.shape[0]] = values
-    else:
-        arr[:, offset : offset + values.shape[1]] = values
+    index = [slice(None)] * values.ndim
+    index[axis] = slice(offset, offset + values.shape[axis])
+    arr[tuple(index)] = values
 
 
 __all__ = ["write_output"]

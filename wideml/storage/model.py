@@ -20,6 +20,10 @@ Estimators take part through two methods:
   (dask arrays are streamed chunk by chunk, never loaded whole).
 - ``Estimator._from_model_state(params, state, arrays) -> estimator`` where
   ``arrays`` maps names to lazily opened zarr arrays (index them to read).
+
+wideml's estimators do not write these by hand: each declares the fitted
+attributes a model keeps in a table, from which
+``wideml.estimators._fitted.FittedState`` makes both methods.
 """
 
 from __future__ import annotations
