@@ -8,7 +8,7 @@ import dask
 import numpy as np
 import pytest
 
-from wideml.passes.blocks import fold_in_lanes, parallel_slots, tree_reduce
+from wideml.passes.reduce import fold_in_lanes, parallel_slots, tree_reduce
 
 
 class _Live:

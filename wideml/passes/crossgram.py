@@ -17,7 +17,7 @@ aligned pair of stripes contributes, in float64:
 With ``ref_rows`` only those rows of the reference enter (landmarks for a
 Nystrom approximation: the cross-Gram is then m x n_landmarks, and the whole
 fit never forms an n x n matrix). Partial sums are added in place into a few sequential lanes' accumulators
-(:func:`wideml.passes.blocks.fold_in_lanes`), so memory does not grow with p.
+(:func:`wideml.passes.reduce.fold_in_lanes`), so memory does not grow with p.
 
 :func:`raw_cross_gram_pass` is the uncentred form (raw products X' R^T and squared row norms, summed in a
 tree), which the encoder's full-kernel form uses.
@@ -33,7 +33,8 @@ import numpy as np
 
 from wideml.algebra.kernels import cross_sq_distances
 from wideml.exceptions import WidemlError
-from wideml.passes.blocks import check_finite, feature_stripes, fold_in_lanes, sum_keyed, tree_reduce
+from wideml.passes.blocks import check_finite, feature_stripes
+from wideml.passes.reduce import fold_in_lanes, sum_keyed, tree_reduce
 
 
 @dataclass
@@ -184,7 +185,7 @@ def raw_cross_gram_pass(X_new: da.Array, X_ref: da.Array):
 
     Unlike :func:`cross_gram_pass`, nothing is centred: each aligned pair of
     stripes adds its raw float64 products, and the partial sums are reduced in
-    a bounded tree (:func:`~wideml.passes.blocks.tree_reduce`). The encoder's
+    a bounded tree (:func:`~wideml.passes.reduce.tree_reduce`). The encoder's
     full-kernel form uses it.
 
     Parameters

@@ -18,7 +18,7 @@ and every sum across chunks in float64:
 
 Chunks are summed in a few sequential lanes (one per task the scheduler runs
 at once), each adding into its own n x n accumulator in place
-(:func:`wideml.passes.blocks.fold_in_lanes`), so the number of n x n matrices
+(:func:`wideml.passes.reduce.fold_in_lanes`), so the number of n x n matrices
 alive is fixed whatever p is.
 """
 
@@ -31,7 +31,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, sub_stripe_width
+from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, sub_stripe_width
+from wideml.passes.reduce import fold_in_lanes
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
 from wideml.passes.outputs import write_output
 from wideml.passes.timing import phase, product
@@ -247,7 +248,7 @@ def gram_lanes(n_samples: int, budget: int | None = None) -> int:
     At least one: a single lane is the least memory any Gram pass needs
     (the auto solver avoids the Gram altogether when even that does not fit).
     """
-    from wideml.passes.blocks import parallel_slots
+    from wideml.passes.reduce import parallel_slots
 
     if budget is None:
         from wideml.runtime.config import memory_limit_bytes

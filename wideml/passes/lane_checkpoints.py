@@ -1,4 +1,4 @@
-"""The resumable form of :func:`wideml.passes.blocks.fold_in_lanes`.
+"""The resumable form of :func:`wideml.passes.reduce.fold_in_lanes`.
 
 A pass folds its chunks into a few lanes (chunk ``i`` into lane ``i % lanes``).
 Here each lane carries a :class:`wideml.runtime.checkpoint.LaneState` (its
@@ -39,12 +39,12 @@ def _lane_total(state: LaneState) -> Any:
 
 def fold_resumable(fn: Callable[..., Any], arg_lists: Sequence[tuple], add_into: Callable[[Any, Any], Any],
                    combine: Callable[..., Any], lanes: int, checkpoint: PassCheckpoint) -> Any:
-    """:func:`~wideml.passes.blocks.fold_in_lanes` with lanes resumed from, and saved into, ``checkpoint``.
+    """:func:`~wideml.passes.reduce.fold_in_lanes` with lanes resumed from, and saved into, ``checkpoint``.
 
     Parameters
     ----------
     fn, arg_lists, add_into, combine
-        As in :func:`wideml.passes.blocks.fold_in_lanes`.
+        As in :func:`wideml.passes.reduce.fold_in_lanes`.
     lanes : int
         Lanes of a fresh pass (a resumed pass keeps its recorded count).
     checkpoint : PassCheckpoint
@@ -54,7 +54,7 @@ def fold_resumable(fn: Callable[..., Any], arg_lists: Sequence[tuple], add_into:
     dask.delayed.Delayed
         The sum over all chunks; computing it reads only the chunks no saved lane holds.
     """
-    from wideml.passes.blocks import tree_reduce
+    from wideml.passes.reduce import tree_reduce
 
     n = len(arg_lists)
     lanes = checkpoint.lanes(max(1, min(int(lanes), n)))

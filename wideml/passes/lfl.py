@@ -29,7 +29,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, tree_reduce
+from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared
+from wideml.passes.reduce import fold_in_lanes, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import sparse_sign_rows
@@ -338,12 +339,13 @@ def lfl_project_pass(X: da.Array, centroids, Dm: np.ndarray, *, n_random: int, s
     dask.delayed.Delayed
         Computes to the n x (n_deltas + n_random) float64 projection.
     """
-    from wideml.passes.loadings import _add, _aligned_blocks
+    from wideml.passes.blocks import aligned_blocks
+    from wideml.passes.loadings import _add
 
     work_dtype(X.dtype, precision)  # validate early
 
     stripes, offsets = feature_stripes(X, direct=True)
-    cents = _aligned_blocks(centroids, X.chunks[1], offsets, axis=1)
+    cents = aligned_blocks(centroids, X.chunks[1], offsets, axis=1)
     task = dask.delayed(_lfl_project_chunk, pure=True)
     parts = [task(s, int(o), c, Dm, seed, n_random, density, precision) for s, o, c in zip(stripes, offsets, cents)]
     return tree_reduce(parts, _add) if len(parts) > 1 else parts[0]

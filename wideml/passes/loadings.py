@@ -14,7 +14,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, tree_reduce
+from wideml.passes.blocks import aligned_blocks, feature_stripes, materialise, nonfinite_error, shared
+from wideml.passes.reduce import tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, work_dtype
 from wideml.passes.timing import phase, product
 from wideml.passes.outputs import write_output
@@ -99,11 +100,11 @@ def emit_pass(
     """
     stripes, offsets = feature_stripes(X, direct=True)
     keep = group_path is None
-    med_blocks = _aligned_blocks(medians, X.chunks[1], offsets, axis=1) if Dm is not None else [None] * len(stripes)
+    med_blocks = aligned_blocks(medians, X.chunks[1], offsets, axis=1) if Dm is not None else [None] * len(stripes)
     task = dask.delayed(_emit_chunk, pure=True)
     B_d, Dm_d = shared(B), shared(Dm)
     if checkpoint is not None and not keep:
-        from wideml.passes.blocks import fold_in_lanes
+        from wideml.passes.reduce import fold_in_lanes
 
         args = [(s, int(o), B_d, Dm_d, mb, group_path, keep, with_embedding, precision) for s, o, mb in zip(stripes, offsets, med_blocks)]
         return fold_in_lanes(_emit_chunk, args, _add_emitted, _sum_shift, checkpoint=checkpoint)
@@ -186,19 +187,6 @@ def _add_pairs(*parts):
     return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
 
-def _aligned_blocks(A, widths, offsets, axis: int) -> list:
-    """Blocks of A (numpy, zarr or dask) along ``axis`` matching X's feature chunks."""
-    if isinstance(A, np.ndarray):
-        sl = (lambda o, w: A[:, o : o + w]) if axis == 1 else (lambda o, w: A[o : o + w])
-        return [sl(o, w) for o, w in zip(offsets, widths)]
-    A_d = A if isinstance(A, da.Array) else da.from_array(A, chunks=A.chunks)
-    chunks = [(s,) for s in A_d.shape]
-    chunks[axis] = tuple(widths)
-    A_d = A_d.rechunk(tuple(chunks))
-    blocks = A_d.to_delayed()
-    return list(blocks[0, :]) if axis == 1 else list(blocks[:, 0])
-
-
 def _project_chunk(block, offset, A_block, precision="auto"):
     """X_j A_j (m x d, float64) via the chunk centred by its own means: X A = X_c A + 1 (c^T A).
 
@@ -238,7 +226,7 @@ def project_pass(X: da.Array, A, precision: str = "auto") -> "dask.delayed.Delay
         Computes to an ndarray of shape (m, d).
     """
     stripes, offsets = feature_stripes(X, direct=True)
-    A_blocks = _aligned_blocks(A, X.chunks[1], offsets, axis=0)
+    A_blocks = aligned_blocks(A, X.chunks[1], offsets, axis=0)
     task = dask.delayed(_project_chunk, pure=True)
     parts = [task(s, int(o), a, precision) for s, o, a in zip(stripes, offsets, A_blocks)]
     return tree_reduce(parts, _add)

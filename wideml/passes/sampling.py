@@ -11,7 +11,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import check_finite, feature_stripes, materialise, sum_keyed, tree_reduce
+from wideml.passes.blocks import check_finite, feature_stripes, materialise
+from wideml.passes.reduce import sum_keyed, tree_reduce
 
 
 def columns_at(block: np.ndarray, offset: int, feature_idx: np.ndarray) -> np.ndarray:

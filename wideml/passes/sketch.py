@@ -39,7 +39,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, fold_in_lanes, materialise, nonfinite_error, shared, sub_stripe_width, tree_reduce
+from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, sub_stripe_width
+from wideml.passes.reduce import fold_in_lanes, tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, one_hot, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import gaussian_rows
@@ -336,7 +337,7 @@ def sketch_pass(
         values do not depend on the chunking) and rounded to the working dtype.
     checkpoint : wideml.runtime.checkpoint.PassCheckpoint, optional
         Makes the pass resumable: chunks are then folded in lanes
-        (:func:`wideml.passes.blocks.fold_in_lanes`) saved at the checkpoint
+        (:func:`wideml.passes.reduce.fold_in_lanes`) saved at the checkpoint
         interval, and chunks a saved lane holds are not read again.
 
     Returns

@@ -14,16 +14,9 @@ import dask.array as da
 import numpy as np
 
 from wideml.algebra.encoder import RankTable, approx_ranks, rank_sums
-from wideml.passes.blocks import check_finite, feature_stripes, graph_constant, sum_chunk_results, sum_keyed
+from wideml.passes.blocks import aligned_blocks, check_finite, feature_stripes, graph_constant
+from wideml.passes.reduce import sum_chunk_results, sum_keyed
 from wideml.passes.encoder.products import cross_sq, row_sq, working_block
-
-
-def _aligned_stripes(A, X: da.Array) -> list:
-    """Column stripes of a K x p array (numpy, zarr or dask) aligned with X's feature chunks."""
-    if not isinstance(A, da.Array):
-        A = da.from_array(A, chunks=(A.shape[0], X.chunks[1]), asarray=True)
-    A = A.rechunk((A.shape[0], X.chunks[1]))
-    return list(A.to_delayed()[0])
 
 
 def _anchor_chunk(block, offset, u, s, tables, p, precision):
@@ -70,8 +63,8 @@ def anchor_pass(X: da.Array, U=None, *, S=None, x_tables: Sequence[RankTable] | 
         Computes to a dict of those sums.
     """
     stripes, offsets = feature_stripes(X)
-    us = _aligned_stripes(U, X) if U is not None else [None] * len(stripes)
-    ss = _aligned_stripes(S, X) if S is not None else [None] * len(stripes)
+    us = aligned_blocks(U, X.chunks[1], offsets, axis=1) if U is not None else [None] * len(stripes)
+    ss = aligned_blocks(S, X.chunks[1], offsets, axis=1) if S is not None else [None] * len(stripes)
     tables = graph_constant(list(x_tables), "row-rank-tables") if x_tables is not None else None
     p = int(X.shape[1])
     args = [(x, int(o), u, s, tables, p, precision) for x, o, u, s in zip(stripes, offsets, us, ss)]

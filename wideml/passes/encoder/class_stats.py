@@ -19,9 +19,8 @@ import dask.array as da
 import numpy as np
 
 from wideml.algebra.encoder import AnchorStats
-from wideml.passes.blocks import (
-    add_keyed_into, check_finite, feature_stripes, graph_constant, materialise, sum_chunk_results, sum_keyed,
-)
+from wideml.passes.blocks import check_finite, feature_stripes, graph_constant, materialise
+from wideml.passes.reduce import add_keyed_into, sum_chunk_results, sum_keyed
 from wideml.passes.encoder.products import cross_sq, means_sq, row_sq, stats_operator, working_block
 from wideml.passes.outputs import write_output
 from wideml.passes.sampling import columns_at

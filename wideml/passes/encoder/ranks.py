@@ -24,9 +24,8 @@ import dask.array as da
 import numpy as np
 
 from wideml.algebra.encoder import RankTable, approx_ranks, rank_sums, row_ranks
-from wideml.passes.blocks import (
-    add_keyed_into, check_finite, feature_stripes, graph_constant, materialise, sum_chunk_results, sum_keyed,
-)
+from wideml.passes.blocks import check_finite, feature_stripes, graph_constant, materialise
+from wideml.passes.reduce import add_keyed_into, sum_chunk_results, sum_keyed
 from wideml.passes.encoder.products import class_mean_operator
 from wideml.passes.outputs import write_output
 
