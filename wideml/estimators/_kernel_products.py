@@ -102,11 +102,13 @@ def copying_chunks(X: da.Array, group: str) -> da.Array:
     return X.map_blocks(_write_chunk, group, dtype=X.dtype, meta=X._meta)
 
 
-def kernel_passes(est, training: TrainingData, codes: np.ndarray | None = None) -> FitPasses:
+def kernel_passes(est, training: TrainingData, codes: np.ndarray | None = None, data=None) -> FitPasses:
     """The runner of a kernel fit's one pass, with the resumable session when the fit is resumable.
 
     Only a fit on a store's own X (``training.path`` set) inside a resumable run
     checkpoints; ``codes`` (labels, or None) are part of its fingerprint.
+    ``data`` (the fit's FitInput) lets the runner run a small in-memory X's
+    pass in the calling thread (:class:`~wideml.estimators._passes.FitPasses`).
     """
     from types import SimpleNamespace
 
@@ -117,7 +119,7 @@ def kernel_passes(est, training: TrainingData, codes: np.ndarray | None = None) 
         view = SimpleNamespace(X=training.array(), in_memory=False, source={"store": training.path},
                                codes=np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes))
         session = _resume.begin(est, view)
-    return FitPasses(est, type(est).n_fit_passes, session)
+    return FitPasses(est, type(est).n_fit_passes, session, data)
 
 
 def kernel_products(passes: FitPasses, training: TrainingData, landmarks: np.ndarray | None) -> Products:

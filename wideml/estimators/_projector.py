@@ -116,7 +116,7 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
         fold = solver == "randomized" and not data.in_memory and folds_loadings(n, d, self.n_oversamples, data.X.dtype.itemsize)
         total = self._n_passes(solver, not fold)
         # the fit's runner: a resumable fit's session (inside wideml.runtime.checkpoint.resumable), else none
-        self._passes = FitPasses(self, total, _resume.begin(self, data))
+        self._passes = FitPasses(self, total, _resume.begin(self, data), data)
         try:
             if not data.in_memory:
                 width = data.X.chunks[1][0]

@@ -96,7 +96,7 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         self.training_, data = training_input(X, y)
         codes, self.classes_, n = data.codes, data.classes, data.n_samples
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
-        passes = kernel_passes(self, self.training_, codes)
+        passes = kernel_passes(self, self.training_, codes, data)
         products = kernel_products(passes, self.training_, self.landmarks_)
         with algebra_threads(n):  # n x n: the KPCA (or n x m with landmarks), G = F F^T and LOL on it
             self.basis_, F = fit_basis(kernel, products, self.kpca_components, self.tol)

@@ -108,7 +108,7 @@ class KernelPCA(CheckedParams, KernelModelState, FittedState, TransformerMixin, 
 
             codes = np.unique(check_labels(y, n, min_classes=1, what="y"), return_inverse=True)[1].ravel()
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
-        passes = kernel_passes(self, self.training_, codes)
+        passes = kernel_passes(self, self.training_, codes, data)
         products = kernel_products(passes, self.training_, self.landmarks_)
         with algebra_threads(n if self.landmarks_ is None else len(self.landmarks_)):  # the reference block's eigenproblem
             self.basis_, self.embedding_ = fit_basis(kernel, products, self.n_components, self.tol)

@@ -116,7 +116,7 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
         n_deltas = min(d, K - 1)
         k = d - n_deltas
         group = None
-        passes = FitPasses(self, self.n_fit_passes, _resume.begin(self, data))  # with a resumable fit's session, else none
+        passes = FitPasses(self, self.n_fit_passes, _resume.begin(self, data), data)  # with a resumable fit's session, else none
         if not data.in_memory:
             w = data.X.chunks[1][0]
             arrays = {FEATURE_MEAN: ((p,), (w,)), CLASS_MEANS: ((K, p), (K, w)), CLASS_MEDIANS: ((K, p), (K, w))}
