@@ -34,29 +34,6 @@ from wideml.estimators._input import fit_input
 from wideml.estimators._params import CV_FOLDS, NONE, SEED, check_parameters
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
-from wideml.runtime.checkpoint import PassCheckpoint
-
-
-class EncoderCrossValidation:
-    """The run :func:`cross_validate_encoder` makes, as the fit runner's "estimator": it takes the passes' count
-    (``n_fit_passes_``)."""
-
-    def __init__(self, n_folds: int):
-        self.n_folds = n_folds
-
-
-class _CVPasses(FitPasses):
-    """The fit runner, with the labels of a cross-validation ("encoder cross-validation, pass 1/2: ...") and its
-    checkpoints numbered from 500 (a resumable `wideml cv` session may also hold a fit's passes 1, 2, ...)."""
-
-    def _name(self) -> str:
-        return f"encoder cross-validation, pass {self.done + 1}/{self.total}"
-
-    def label(self, what: str) -> str:
-        return f"{self._name()}: {what}"
-
-    def checkpoint(self, kind: str, **key) -> PassCheckpoint | None:
-        return _resume.pass_checkpoint(self.session, 500 + self.done, self.total, label=self._name(), kind=kind, **key)
 
 
 def cross_validate_encoder(
@@ -133,8 +110,8 @@ def cross_validate_encoder(
     if Xmem is None:  # a store's X: resumable inside a resumable run (`wideml cv` opens one)
         session = _resume.begin_with(data, "cross_validate_encoder", dict(params, cv=_resume.digest(*[te for _, te in folds]))) \
             or _resume.begun()
-    run = EncoderCrossValidation(len(folds))
-    passes = _CVPasses(run, 1 + rank_passes(plan, n), session)
+    # checkpoints numbered from 500: a resumable `wideml cv` session may also hold a fit's passes 1, 2, ...
+    passes = FitPasses(None, 1 + rank_passes(plan, n), session, name="encoder cross-validation", first=500)
     stats = _class_stats(passes, data.dask_X, Xmem, W, sketch=sketch, keep=plan[0] == "exact", precision=prec, need_sq=need_sq,
                          what=f"class statistics and X-to-U products of {len(folds)} folds",
                          checkpoint=passes.checkpoint("encoder-cv-stats", W=_resume.digest(W), sketch=_resume.digest(sketch),
@@ -148,7 +125,7 @@ def cross_validate_encoder(
             if plan[0] == "approx" else None
         ranks, _ = _spearman_fit_passes(passes, data.dask_X, W, stats, plan, loo, n_write=0, out_group=None, Xmem=Xmem,
                                         checkpoint=rank_ck)
-    passes.record()
+    n_passes = passes.record()
     fold_errors, selected, fold_scores = [], [], []
     kernel_errors: dict[str, list[float]] = {k: [] for k in kernels}
     pos = 0
@@ -176,7 +153,7 @@ def cross_validate_encoder(
         "kernel_scores": fold_scores,
         "kernel_errors": kernel_errors,
         "n_folds": len(folds),
-        "n_passes": run.n_fit_passes_,
+        "n_passes": n_passes,
         "kernels": list(kernels),
         "selection": selection,
         "spearman_mode": plan[0],

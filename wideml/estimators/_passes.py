@@ -64,10 +64,11 @@ class FitPasses:
 
     Parameters
     ----------
-    estimator : estimator
+    estimator : estimator or None
         The estimator being fitted; its class name starts every label,
         :meth:`model_group` ties the work folder to it and :meth:`record` sets
-        its ``n_fit_passes_``.
+        its ``n_fit_passes_``. None for a run that is not a fit (a
+        cross-validation): :meth:`record` then only checks the count.
     total : int
         Passes over X the fit makes (the estimator's documented count).
     session : wideml.runtime.checkpoint.Session, optional
@@ -77,6 +78,12 @@ class FitPasses:
         graphs run in the calling thread on dask's synchronous scheduler (unless
         a dask.distributed client is active): a one-task graph gains nothing
         from the thread pool, and LOL on 100 x 1000 fits in 6 ms instead of 13.
+    name : str, optional
+        What the labels call the run (default ``"<class name> fit"``), e.g.
+        ``"cross-validation"``.
+    first : int, default 1
+        Checkpoint index of the first pass: a run that shares a resumable
+        session with fits numbers its checkpoints apart from theirs.
 
     Attributes
     ----------
@@ -86,21 +93,25 @@ class FitPasses:
         fit costs.
     """
 
-    def __init__(self, estimator: Any, total: int, session: Any = None, data: Any = None):
+    def __init__(self, estimator: Any, total: int, session: Any = None, data: Any = None, *, name: str | None = None,
+                 first: int = 1):
         self.estimator = estimator
         self.total = int(total)
         self.session = session
+        self.name = name if name is not None else f"{type(estimator).__name__} fit"
+        self.first = int(first)
         self.done = 0
         # in-memory X of one feature chunk: its graphs run in this thread (no task scheduling; BLAS threads free)
         self.in_process = data is not None and data.in_memory and data.X.numblocks[1] == 1
 
     def label(self, what: str) -> str:
         """Progress label of the next pass, e.g. ``"KernelLOL fit, pass 1/1: Gram"``."""
-        return f"{type(self.estimator).__name__} fit, pass {self.done + 1}/{self.total}: {what}"
+        return f"{self.name}, pass {self.done + 1}/{self.total}: {what}"
 
     def checkpoint(self, kind: str, **key: Any) -> PassCheckpoint | None:
         """Checkpoints of the next pass in a resumable fit (None otherwise), keyed by ``kind`` and ``key``."""
-        return _resume.pass_checkpoint(self.session, self.done + 1, self.total, kind=kind, **key)
+        return _resume.pass_checkpoint(self.session, self.first + self.done, self.total, f"{self.name}, pass {self.done + 1}/{self.total}",
+                                       kind=kind, **key)
 
     def run(self, checkpoint: PassCheckpoint | None, build: Callable[[PassCheckpoint | None], Any], what: str, *,
             local: Callable[[], Any] | None = None, to_state: Callable[[Any], Any] = _same,
@@ -126,7 +137,7 @@ class FitPasses:
         The pass's result.
         """
         if self.done >= self.total:
-            raise RuntimeError(f"{type(self.estimator).__name__} fit ran more than its {self.total} pass(es) over X")
+            raise RuntimeError(f"{self.name} ran more than its {self.total} pass(es) over X")
         if local is not None:
             with one_blas_thread():
                 value = local()
@@ -167,11 +178,13 @@ class FitPasses:
             return group
         return _resume.settle_group(self.estimator, group, getattr(self.estimator, "workdir", None))
 
-    def record(self) -> None:
-        """Set the estimator's ``n_fit_passes_`` to the passes run (all ``total`` of them must have run)."""
+    def record(self) -> int:
+        """Set the estimator's ``n_fit_passes_`` to the passes run (all ``total`` of them must have run); returns the count."""
         if self.done != self.total:
-            raise RuntimeError(f"{type(self.estimator).__name__} fit ran {self.done} of its {self.total} pass(es) over X")
-        self.estimator.n_fit_passes_ = self.done
+            raise RuntimeError(f"{self.name} ran {self.done} of its {self.total} pass(es) over X")
+        if self.estimator is not None:
+            self.estimator.n_fit_passes_ = self.done
+        return self.done
 
 
 __all__ = ["SMALL_ALGEBRA_N", "FitPasses", "algebra_threads", "one_blas_thread"]

@@ -12,7 +12,7 @@ from sklearn.model_selection import StratifiedKFold, check_cv
 from wideml.estimators import _resume
 from wideml.estimators._input import fit_input
 from wideml.estimators._params import CV_FOLDS, NONE, SEED, Options, Satisfies, check_parameters
-from wideml.estimators._passes import algebra_threads
+from wideml.estimators._passes import FitPasses, algebra_threads
 from wideml.estimators._projector import GramProjector
 from wideml.estimators.classifier import CLASSIFIERS, make_classifier
 from wideml.exceptions import WidemlError
@@ -138,18 +138,19 @@ def cross_validate_dims(
     precisions = {getattr(est, "precision", "auto") for est in estimators.values()}
     precision = "float64" if "float64" in precisions else ("float32" if precisions == {"float32"} else "auto")
     session = _resume.begin_with(data, "cross_validate_dims", _cv_parameters(estimators, folds)) or _resume.begun()
-    ck = _resume.pass_checkpoint(session, 1, 1, kind="cv-gram", robust=robust, precision=precision,
-                                 folds=_resume.digest(*[np.asarray(tr) for tr, _ in folds]))
-    stats = _resume.run_pass(
-        ck, lambda ck: gram_pass(data.X, data.codes, K, median_subsets=[tr for tr, _ in folds] if robust else [], precision=precision,
-                                 checkpoint=ck),
-        label=f"cross-validation: one pass for {len(folds)} folds x {len(estimators)} method(s)",
+    passes = FitPasses(None, 1, session, data, name="cross-validation")
+    stats = passes.run(
+        passes.checkpoint("cv-gram", robust=robust, precision=precision, folds=_resume.digest(*[np.asarray(tr) for tr, _ in folds])),
+        lambda ck: gram_pass(data.X, data.codes, K, median_subsets=[tr for tr, _ in folds] if robust else [], precision=precision,
+                             checkpoint=ck),
+        f"one pass for {len(folds)} folds x {len(estimators)} method(s)",
         to_state=_resume.gram_state, from_state=_resume.gram_from_state,
     )
+    n_passes = passes.record()
     with algebra_threads(n):
         results = _fold_results(estimators, stats, data, folds, dims, classifier, robust)
     chance = 1.0 - np.bincount(data.codes).max() / n
-    return CVReport(results=results, n_folds=len(folds), classifier=classifier, n_passes=1, chance_error=float(chance))
+    return CVReport(results=results, n_folds=len(folds), classifier=classifier, n_passes=n_passes, chance_error=float(chance))
 
 
 def _cv_parameters(estimators: dict, folds: list) -> dict:
