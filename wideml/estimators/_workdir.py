@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import weakref
 
@@ -94,9 +93,9 @@ def keep_folder_alive(arr: da.Array, group_path: str) -> da.Array:
 
 
 def _remove(folder: str) -> None:
-    from wideml.runtime.ownership import unregister_scratch
+    from wideml.runtime.ownership import remove_tree, unregister_scratch
 
-    shutil.rmtree(folder, ignore_errors=True)
+    remove_tree(folder)
     unregister_scratch(folder)
 
 

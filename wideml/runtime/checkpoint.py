@@ -352,11 +352,15 @@ def resumable(folder: str, resume: bool = True) -> Iterator[Session | None]:
         raise
     finally:
         _ACTIVE.reset(token)
-        if ownership is not None:
+        if not keep:  # the owner file goes last: a removal cut short still says whose folder it was
+            if ownership is not None:
+                ownership.remove_tree(session.folder)
+                ownership.unregister_scratch(session.folder)
+            else:
+                shutil.rmtree(session.folder, ignore_errors=True)
+        elif ownership is not None:
             with contextlib.suppress(Exception):
                 ownership.release(session.folder)
-        if not keep:
-            shutil.rmtree(session.folder, ignore_errors=True)
 
 
 def _ownership():

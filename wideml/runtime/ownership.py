@@ -269,6 +269,54 @@ def sweep(parent: str | os.PathLike, patterns: Iterable[str], keep: Iterable[str
     return removed
 
 
+def _remove_tree_once(folder: Path) -> None:
+    if folder.is_symlink() or not folder.is_dir():
+        try:
+            folder.unlink()
+        except OSError:
+            pass
+        return
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        entries = []
+    for entry in entries:
+        if entry.name == OWNER_FILE:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+    try:
+        (folder / OWNER_FILE).unlink()
+    except OSError:
+        pass
+    try:
+        folder.rmdir()
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_tree(folder: str | os.PathLike) -> None:
+    """Remove an owned folder (or file) so that an interruption never leaves it without its owner file.
+
+    The owner file goes last, so a removal cut short by SIGKILL leaves a folder
+    whose owner record says who made it (the next run's sweep removes it once
+    that process is gone). A signal that stops the removal half way
+    (KeyboardInterrupt, SystemExit from SIGTERM) first lets it finish, then
+    goes on stopping the run.
+    """
+    folder = Path(folder)
+    try:
+        _remove_tree_once(folder)
+    except BaseException:
+        _remove_tree_once(folder)
+        raise
+
+
 def register_scratch(folder: str | os.PathLike) -> None:
     """Remove ``folder`` if this run is interrupted (see :func:`remove_scratch`)."""
     with _LOCK:
@@ -289,12 +337,6 @@ def remove_scratch() -> list[str]:
     removed = []
     for folder in folders:
         if os.path.lexists(folder):
-            if os.path.isdir(folder) and not os.path.islink(folder):
-                shutil.rmtree(folder, ignore_errors=True)
-            else:
-                try:
-                    os.unlink(folder)
-                except OSError:
-                    pass
+            remove_tree(folder)
             removed.append(folder)
     return removed

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,9 +35,12 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
 
 
 def remove_path(path: Path) -> None:
+    """Remove a file or folder; a folder's owner file goes last, and a signal cannot stop it half way."""
+    from wideml.runtime.ownership import remove_tree
+
     path = Path(path)
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
     elif path.exists() or path.is_symlink():
         path.unlink()
 
