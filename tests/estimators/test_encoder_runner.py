@@ -150,3 +150,19 @@ def test_fast_model_keeps_only_the_selected_kernels_arrays(data, tmp_path):
     group = zarr.open_group(str(tmp_path / "m.zarr"), mode="r")
     assert "class_mean_ranks" not in group and "rank_sums" not in group
     assert group["class_means"].chunks == (K, est.feature_chunk_)
+
+
+@pytest.mark.parametrize("width", [7, 25, P])  # ragged last chunk, several chunks, one chunk
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_full_linear_class_means_match_the_oracle_across_chunkings(tmp_path, width, dtype):
+    """The class means a full-form linear fit keeps (from its one Gram pass) equal W^T X, whatever the chunking."""
+    rng = np.random.default_rng(11)
+    y = np.arange(N) % K
+    X = (rng.standard_normal((N, P)) + 3.0).astype(dtype)
+    store = open_store(write_store(tmp_path / "s.zarr", X, y, feature_chunk=width, dtype=dtype))
+    W = np.eye(K)[y] / np.bincount(y)
+    oracle = W.T @ X.astype(np.float64)
+    for source in (store, X):
+        est = EncoderClassifier(kernels="linear", form="full", workdir=str(tmp_path)).fit(source, None if source is store else y)
+        np.testing.assert_allclose(np.asarray(est.class_means_), oracle, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-5)
+        assert est.n_fit_passes_ == 1
