@@ -277,3 +277,39 @@ def test_fit_on_a_tls_scheduler_with_dask_tls_settings(tls_cluster, data):
 
     assert_refused(proc, "tls")
     assert not (path.parent / "never").exists()
+
+
+def test_kernel_model_on_a_lazy_non_store_array_is_copied_by_the_workers_and_saved_without_a_pass(cluster, data, tmp_path):
+    """KernelPCA on a plain zarr array (not a wideml store), fitted on the cluster from another directory: the workers
+    copy X's chunks into the model's work folder during the fit's one pass; save_model then reads nothing of the user's
+    array (it is deleted first), and the loaded model transforms as the threaded fit does."""
+    import os
+    import shutil
+
+    import zarr
+
+    from wideml import KernelPCA, load_model, save_model
+    from wideml.runtime import use_scheduler
+
+    path, X, y = data
+    raw = tmp_path / "raw.zarr"
+    z = zarr.create_array(str(raw), shape=X.shape, chunks=(N, CHUNK * 10), dtype=X.dtype)
+    z[...] = X
+    expected = _threaded(lambda: KernelPCA(3, kernel="rbf", sigma=50.0).fit(zarr.open_array(str(raw), mode="r")).transform(X[:7]))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cwd = os.getcwd()
+    os.chdir(elsewhere)  # relative workdir: resolved to an absolute path before any graph carries it
+    try:
+        cluster.ready()
+        with use_scheduler(cluster.address), dask.config.set({"wideml.workdir": "wd"}):  # kernel models: the config's workdir
+            est = KernelPCA(3, kernel="rbf", sigma=50.0).fit(zarr.open_array(str(raw), mode="r"))
+            folders = [f for f in (elsewhere / "wd").iterdir() if f.name.startswith("wideml-fit-")]
+            assert len(folders) == 1 and (folders[0] / "fitted.zarr" / "X_train").is_dir()  # the workers' copy of X
+            shutil.rmtree(raw)  # the user's array is gone: the model must not need it any more
+            save_model(est, tmp_path / "kpca.model")
+            got = load_model(tmp_path / "kpca.model").transform(X[:7])
+    finally:
+        os.chdir(cwd)
+    assert est.n_fit_passes_ == 1
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10)
