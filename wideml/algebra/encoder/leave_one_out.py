@@ -87,13 +87,12 @@ def loo_embed(kernel: str, stats: AnchorStats, codes: np.ndarray, counts: np.nda
 
 
 def loo_full(Z: np.ndarray, A_diag: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Leave-one-out form of Z = A W on the training rows: drop A(i, i) from the own-class mean."""
-    out = Z.copy()
-    rows = np.arange(len(codes))
-    nc = loo_counts(codes, counts)
-    ok = nc > 1
-    out[rows[ok], codes[ok]] = (nc[ok] * Z[rows[ok], codes[ok]] - A_diag[ok]) / (nc[ok] - 1)
-    return out
+    """Leave-one-out form of Z = A W on the training rows: drop A(i, i) from the own-class mean.
+
+    The linear case's correction with the kernel's diagonal in place of the
+    squared norms (:func:`loo_linear`: A(i, i) = ||x_i||^2 for the inner product).
+    """
+    return loo_linear(Z, A_diag, codes, counts)
 
 
 __all__ = ["loo_counts", "loo_distance", "loo_embed", "loo_full", "loo_linear"]
