@@ -144,11 +144,21 @@ def _lfl_swept_chunk(block, offset, codes, n_classes, robust, seed, k, density, 
         write_output(out_group, CLASS_MEDIANS, cent, offset)
     P = as_float64(P)
     XC = P[:, :n_classes] + P[:, n_classes:] + (cent @ c64)  # X C^T = X_c (C - c)^T + (X_c c) 1^T + 1 (C c)^T
-    Rt = lambda v: np.bincount(R.col, weights=R.data * v[R.row], minlength=k)  # noqa: E731  R^T v, straight from the triplets
-    stats = {"XC": XC, "CC": cent @ cent.T, "mC": cent @ m, "XR": XR + Rt(c64), "mR": Rt(m)}
+    stats = {"XC": XC, "CC": cent @ cent.T, "mC": cent @ m, "XR": XR + _rt_times(R, c64, k), "mR": _rt_times(R, m, k)}
     if out_group is None:
         stats["cent"] = cent
     return stats, None
+
+
+def _rt_times(R, v: np.ndarray, k: int) -> np.ndarray:
+    """R^T v (k,) in float64, straight from the COO triplets of R.
+
+    ``np.bincount`` returns int64 zeros when the chunk's slice of R is empty
+    (a narrow chunk: about p_j k density non-zeros, often none), which
+    the float64 sums across chunks could not add into; the cast keeps every
+    chunk's result float64.
+    """
+    return np.bincount(R.col, weights=R.data * v[R.row], minlength=k).astype(np.float64, copy=False)
 
 
 def _centroid_offsets(cent: np.ndarray, c64: np.ndarray) -> np.ndarray:
