@@ -27,10 +27,10 @@ def register(sub, common) -> None:
                         "matched to files by subject id (sub-XX in the file name)")
     p.add_argument("--id-column", metavar="NAME|INDEX",
                    help="CSV source: the column holding sample ids; folder: the subject id column of the --labels table "
-                        "(default participant_id when present, else the first column)")
+                        "(default: the one column named like participant_id/subject/id, else the one holding the files' sub-XX ids)")
     p.add_argument("--drop-unlabelled", "--drop-unlabeled", action="store_true",
-                   help="folder with a labels table: leave out files whose subject has no row or a missing label (n/a) "
-                        "instead of refusing them")
+                   help="leave out samples whose label is missing (NA, n/a, NaN, null, None, empty) instead of refusing "
+                        "them: CSV rows, files of a folder, and files whose subject has no row in a labels table")
     p.add_argument("--mask", metavar="FILE|auto",
                    help="folder of NIfTI volumes: store only the voxels non-zero in this NIfTI mask (same grid and affine), "
                         "or 'auto': the voxels non-zero in every sample (one extra pass)")
@@ -38,7 +38,8 @@ def register(sub, common) -> None:
     head.add_argument("--header", dest="header", action="store_const", const=True, default="auto",
                       help="CSV source: the first line names the columns (default: detected)")
     head.add_argument("--no-header", dest="header", action="store_const", const=False, help="CSV source: there is no header line")
-    p.add_argument("--delimiter", metavar="CHAR", help="CSV source: field separator (default comma, tab for .tsv)")
+    p.add_argument("--delimiter", metavar="CHAR", help="CSV source: field separator, e.g. ';' or tab "
+                                                       "(default comma, tab for .tsv)")
     p.add_argument("--dataset", metavar="NAME", help="HDF5 source: the dataset holding X")
     p.add_argument("--feature-chunk", type=_positive_int, metavar="N", help="features per stored chunk (default about chunk-size bytes)")
     p.add_argument("--dtype", metavar="DTYPE", help="stored dtype, e.g. float32 (default: floats kept, integers upcast, CSV float64)")

@@ -60,10 +60,11 @@ from wideml.exceptions import WidemlError
 from wideml.storage import schema
 from wideml.storage.atomic import check_output
 from wideml.storage.ingest_arrays import ArraySource, from_hdf5, from_memory, from_npy, from_zarr_array, split_hdf5_spec
-from wideml.storage.ingest_csv import CSV_SUFFIXES, iter_csv_blocks, scan_csv
+from wideml.storage.ingest_csv import CSV_SUFFIXES, iter_csv_blocks, keep_rows, scan_csv
 from wideml.storage.ingest_casts import CastCheck, check_cast_dtypes
 from wideml.storage.ingest_folder import NIFTI_SUFFIXES, FileRows, folder_samples, probe
-from wideml.storage.ingest_labels import read_labels, validate_labels
+from wideml.storage.ingest_labels import load_labels, validate_labels
+from wideml.storage.label_cells import check_unique_ids
 from wideml.storage.ingest_rows import write_rows_to_store
 from wideml.storage.rechunk import copy_to_store
 
@@ -84,12 +85,14 @@ def output_dtype(source_dtype, dtype=None) -> np.dtype:
     return np.dtype(np.float32) if src.itemsize <= 2 else np.dtype(np.float64)
 
 
-def _labels(labels, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """(ids, y) with y checked against ``n`` samples; (None, None) when unlabelled."""
+def _labels(labels, n: int, drop_unlabelled: bool = False) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """(ids, y, keep): y checked against the ``n`` samples (those of ``keep`` when labels were missing and dropped)."""
     if labels is None:
-        return None, None
-    ids, y = read_labels(labels)
-    return ids, validate_labels(y, n)
+        return None, None, None
+    ids, y, keep = load_labels(labels, drop_unlabelled=drop_unlabelled)
+    if keep is not None and len(keep) != n:
+        raise WidemlError(f"the labels have {len(keep)} entries but X has {n} samples; give exactly one label per sample.")
+    return ids, validate_labels(y, n if keep is None else int(keep.sum())), keep
 
 
 def _source_kind(source) -> tuple[str, Any]:
@@ -161,8 +164,9 @@ def ingest(
     label_column, id_column : int or str, optional
         For a CSV source: the column (header name or 0-based index) with the
         labels / sample ids; they are not features. For a folder: the columns
-        of the ``labels`` table (id default ``participant_id`` when present,
-        else the first column), matched to files by subject id.
+        of the ``labels`` table (id default: the one column named like a
+        subject id, else the one whose values name the files' subjects),
+        matched to files by subject id.
     dataset : str, optional
         Dataset inside an HDF5 source.
     header : {"auto", True, False}
@@ -198,8 +202,10 @@ def ingest(
         the voxels non-zero in every sample (one extra bounded-memory pass).
         X then holds ``volume[mask]`` per sample.
     drop_unlabelled : bool, default False
-        With a participants table: leave out files whose subject has no row or
-        a missing label (``n/a``) instead of refusing them.
+        Leave out the samples whose label is missing (``NA``, ``n/a``, ``NaN``,
+        ``null``, ``None``, empty) instead of refusing them: rows of a CSV
+        source, files or volumes of a folder, and, with a participants table,
+        files whose subject has no row. Array sources are refused instead.
     overwrite : bool, default False
         Replace an existing ``out``.
 
@@ -226,8 +232,11 @@ def ingest(
         raise WidemlError("--id-column needs --label-column (the labels table's label column) for a folder; give both.")
     if mask is not None and kind != "folder":
         raise WidemlError("--mask (mask) only applies to a folder of NIfTI volumes; drop it.")
-    if drop_unlabelled and (kind != "folder" or label_column is None):
-        raise WidemlError("--drop-unlabelled only applies to a folder with a labels table (--labels FILE --label-column NAME); drop it.")
+    if drop_unlabelled and labels is None and label_column is None:
+        raise WidemlError("--drop-unlabelled (drop_unlabelled) leaves out samples whose label is missing, but no labels were given; "
+                          "give --labels or --label-column, or drop it.")
+    if sample_ids is not None:
+        check_unique_ids(sample_ids, "sample_ids")
     if dataset is not None and kind != "hdf5":
         raise WidemlError("--dataset only applies to an HDF5 source; drop it or give an .h5 file.")
     common = dict(feature_chunk=feature_chunk, memory_limit=memory_limit, overwrite=overwrite, compressor=compressor,
@@ -236,9 +245,12 @@ def ingest(
     if kind == "csv":
         if labels is not None and label_column is not None:
             raise WidemlError("labels were given both as --labels and as --label-column; give them one way.")
-        layout = scan_csv(obj, delimiter=delimiter, header=header, label_column=label_column, id_column=id_column)
+        layout = scan_csv(obj, delimiter=delimiter, header=header, label_column=label_column, id_column=id_column,
+                          drop_unlabelled=drop_unlabelled)
+        ids, y, keep = _labels(labels, layout.n_samples, drop_unlabelled)
+        if keep is not None:
+            layout = keep_rows(layout, keep)
         n, p = layout.n_samples, layout.n_features
-        ids, y = _labels(labels, n)
         if layout.labels is not None:
             y = validate_labels(layout.labels, n)
         dt = output_dtype(np.float64, dtype)
@@ -251,19 +263,24 @@ def ingest(
 
     if kind == "folder":
         table = (labels, label_column, id_column) if label_column is not None else None
-        label_ids, y = (None, None) if labels is None or table else read_labels(labels)
+        label_ids, y, keep = (None, None, None) if labels is None or table else load_labels(labels, drop_unlabelled=drop_unlabelled)
+        keep = keep if label_ids is None else None  # a two-column file: files of missing labels are not named, so left out
         fkind, files, stems = folder_samples(obj, label_ids)
         if fkind == "nifti":
             from wideml.storage.nifti_ingest import ingest_nifti_folder
 
             return ingest_nifti_folder(
-                obj, files, out, y=y, y_per_file=label_ids is not None, table=table, drop_unlabelled=drop_unlabelled,
+                obj, files, out, y=y, y_per_file=label_ids is not None, table=table, drop_unlabelled=drop_unlabelled, keep=keep,
                 mask=mask, dtype=dtype, sample_ids=sample_ids, feature_ids=feature_ids, allow_lossy_cast=allow_lossy_cast,
                 **common,
             )
         if mask is not None or table is not None:
             raise WidemlError(f"--mask and --label-column apply to folders of NIfTI volumes, and {str(obj)!r} holds .npy files; "
                               "give a labels file with one or two columns (file name, label) and no mask.")
+        if keep is not None:
+            if len(keep) != len(files):
+                raise WidemlError(f"the labels have {len(keep)} entries but {str(obj)!r} holds {len(files)} files; give one label per file.")
+            files, stems = [f for f, k in zip(files, keep) if k], stems[keep]
         if y is not None:
             y = validate_labels(y, len(files))
         shape, src_dtype = probe(files[0], fkind)
@@ -286,7 +303,10 @@ def ingest(
         src = from_hdf5(path, spec_dataset or dataset, missing_fill=missing_chunks_are_fill)
     else:
         src = from_zarr_array(obj, missing_fill=missing_chunks_are_fill)
-    ids, y = _labels(labels, src.shape[0])
+    ids, y, keep = _labels(labels, src.shape[0], drop_unlabelled)
+    if keep is not None:
+        raise WidemlError(f"{int((~keep).sum())} label(s) are missing, and wideml cannot leave rows out of an array source "
+                          "(.npy, HDF5, zarr, in memory); remove those rows from X and the labels, or ingest a CSV or folder.")
     dt = output_dtype(src.dtype, dtype)
     name = "X" if kind == "memory" else repr(src.description.split(":", 1)[-1])
     check_cast_dtypes(src.dtype, dt, name, allow_lossy_cast)

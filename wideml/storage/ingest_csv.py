@@ -4,6 +4,12 @@ The file is opened twice: a scan counts the rows (and collects the label and
 id columns, so labels are checked before any X is written), then a stream
 parses blocks of rows into float arrays. Only one block of rows (plus the text
 of one line) is in memory at a time. ``.gz`` files are read through gzip.
+
+Rows whose label is missing (``NA``, ``n/a``, empty ...: see
+:mod:`wideml.storage.label_cells`) are refused naming their lines, or left out
+of X, the labels and the ids with ``drop_unlabelled``. A header naming the
+label or id column twice, a sample id given twice, and a file whose first line
+is one column holding ``;`` (another separator) are refused.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from pathlib import Path
 
@@ -19,6 +25,16 @@ import numpy as np
 
 from wideml.exceptions import WidemlError
 from wideml.storage.ingest_labels import coerce_labels, delimiter_for, open_text
+from wideml.storage.label_cells import (
+    check_unique_columns,
+    check_unique_ids,
+    clip,
+    delimiter_error,
+    listed,
+    missing_error,
+    missing_mask,
+    other_delimiter,
+)
 
 CSV_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz")
 
@@ -41,7 +57,9 @@ class CsvLayout:
     feature_names : ndarray of str or None
         Header names of those columns.
     labels, sample_ids : ndarray or None
-        From ``label_column`` / ``id_column``.
+        From ``label_column`` / ``id_column`` (rows kept only).
+    skip_rows : frozenset of int
+        Data rows (0-based, header not counted) left out, e.g. for a missing label.
     """
 
     path: Path
@@ -53,6 +71,7 @@ class CsvLayout:
     feature_names: np.ndarray | None
     labels: np.ndarray | None
     sample_ids: np.ndarray | None
+    skip_rows: frozenset = field(default_factory=frozenset)
 
     @property
     def n_features(self) -> int:
@@ -73,14 +92,15 @@ def _column(spec: int | str | None, header: list[str] | None, width: int, what: 
         return None
     text = str(spec).strip()
     if header is not None and text in header:
+        check_unique_columns(header, text, repr(str(path)), f"--{what.replace(' ', '-')}")
         return header.index(text)
     try:
         index = int(text)
     except ValueError:
         if header is None:
             raise WidemlError(f"{what} {text!r} is a name but {str(path)!r} has no header line; give the column's 0-based index instead.") from None
-        shown = ", ".join(header[:6]) + (" ..." if len(header) > 6 else "")
-        raise WidemlError(f"{str(path)!r} has no column {text!r} for the {what} (columns: {shown}); give a header name or a 0-based index.") from None
+        shown = listed(header)
+        raise WidemlError(f"{str(path)!r} has no column {clip(text)!r} for the {what} (columns: {shown}); give a header name or a 0-based index.") from None
     if not -width <= index < width:
         raise WidemlError(f"{what} index {index} is outside the {width} columns of {str(path)!r}; give a 0-based index below {width}.")
     return index % width
@@ -104,6 +124,7 @@ def scan_csv(
     header: bool | str = "auto",
     label_column: int | str | None = None,
     id_column: int | str | None = None,
+    drop_unlabelled: bool = False,
 ) -> CsvLayout:
     """Find the layout of a CSV file and read its label and id columns (X is not parsed).
 
@@ -117,6 +138,8 @@ def scan_csv(
         whether it has text in a feature column (or a named label/id column).
     label_column, id_column : int or str, optional
         Column (name or 0-based index) holding the labels / sample ids.
+    drop_unlabelled : bool
+        Leave out rows whose label is missing instead of refusing them.
 
     Returns
     -------
@@ -126,6 +149,10 @@ def scan_csv(
     delim = delimiter_for(path, delimiter)
     first = _first_record(path, delim)
     width = len(first)
+    sep = None if delimiter else other_delimiter(first, delim)
+    if sep is not None:
+        shown = "'\\t'" if sep == "\t" else repr(sep)
+        raise delimiter_error(repr(str(path)), sep, f"pass --delimiter {shown} (delimiter={shown})")
     named = [s for s in (label_column, id_column) if s is not None and not str(s).strip().lstrip("-").isdigit()]
     if header == "auto":
         special = {_column(s, None, width, "column", path) for s in (label_column, id_column)
@@ -141,7 +168,7 @@ def scan_csv(
     feature_cols = [i for i in range(width) if i not in (lab, sid)]
     if not feature_cols:
         raise WidemlError(f"{str(path)!r} has no feature columns besides the label and id columns; check the column options.")
-    labels, ids, n = [], [], 0
+    labels, ids, lines, n = [], [], [], 0
     with open_text(path) as f:
         reader = csv.reader(f, delimiter=delim)
         skip = has_header
@@ -157,20 +184,43 @@ def scan_csv(
                     "every line needs the same number of columns."
                 )
             n += 1
+            lines.append(f"line {reader.line_num}")
             if lab is not None:
                 labels.append(row[lab].strip())
             if sid is not None:
                 ids.append(row[sid].strip())
     if n == 0:
         raise WidemlError(f"{str(path)!r} has no data rows; give one line per sample.")
-    if lab is not None and any(v == "" for v in labels):
-        raise WidemlError(f"the label column of {str(path)!r} has empty cells; give every sample a label.")
+    keep = np.ones(n, dtype=bool)
+    if lab is not None:
+        missing = missing_mask(np.array(labels, dtype=object))
+        if missing.any() and not drop_unlabelled:
+            raise missing_error(f"the label column of {str(path)!r}", [ln for ln, m in zip(lines, missing) if m])
+        if missing.all():
+            raise WidemlError(f"every label in the label column of {str(path)!r} is missing (NA, n/a, empty ...); give the samples labels.")
+        keep = ~missing
+    kept_lines = [ln for ln, k in zip(lines, keep) if k]
+    sample_ids = np.array(ids, dtype=str)[keep] if sid is not None else None
+    if sample_ids is not None:
+        check_unique_ids(sample_ids, f"the id column of {str(path)!r}", kept_lines)
     return CsvLayout(
-        path=path, delimiter=delim, has_header=has_header, width=width, n_samples=n, feature_cols=feature_cols,
+        path=path, delimiter=delim, has_header=has_header, width=width, n_samples=int(keep.sum()), feature_cols=feature_cols,
         feature_names=np.array([first[i] for i in feature_cols], dtype=str) if has_header else None,
-        labels=coerce_labels(labels) if lab is not None else None,
-        sample_ids=np.array(ids, dtype=str) if sid is not None else None,
+        labels=coerce_labels(np.array(labels, dtype=object)[keep]) if lab is not None else None,
+        sample_ids=sample_ids, skip_rows=frozenset(np.flatnonzero(~keep).tolist()),
     )
+
+
+def keep_rows(layout: CsvLayout, keep: np.ndarray) -> CsvLayout:
+    """The layout with only the rows ``keep`` (a mask over its ``n_samples`` rows, e.g. from a labels file) left in."""
+    keep = np.asarray(keep, dtype=bool)
+    if keep.shape != (layout.n_samples,):
+        raise WidemlError(f"the labels have {keep.size} entries but {str(layout.path)!r} has {layout.n_samples} rows; "
+                          "give exactly one label per row.")
+    rows = np.array([r for r in range(layout.n_samples + len(layout.skip_rows)) if r not in layout.skip_rows])
+    return replace(layout, n_samples=int(keep.sum()), skip_rows=layout.skip_rows | frozenset(rows[~keep].tolist()),
+                   labels=None if layout.labels is None else layout.labels[keep],
+                   sample_ids=None if layout.sample_ids is None else layout.sample_ids[keep])
 
 
 def _bad_cell(values, line: int, cols: list[int], path: Path) -> WidemlError:
@@ -209,7 +259,7 @@ def iter_csv_blocks(layout: CsvLayout, rows: int, dtype, allow_lossy_cast: bool 
     cast = CastCheck(dtype, repr(str(path)), allow_lossy_cast)
     pick = None if len(cols) == layout.width else itemgetter(*cols)
     block = np.empty((rows, p), dtype=np.float64)
-    k, r0 = 0, 0
+    k, r0, data_row = 0, 0, -1
     with open_text(path) as f:
         reader = csv.reader(f, delimiter=layout.delimiter)
         skip = layout.has_header
@@ -218,6 +268,9 @@ def iter_csv_blocks(layout: CsvLayout, rows: int, dtype, allow_lossy_cast: bool 
                 continue
             if skip:
                 skip = False
+                continue
+            data_row += 1
+            if data_row in layout.skip_rows:
                 continue
             if len(row) != layout.width:
                 raise WidemlError(

@@ -10,15 +10,21 @@ blocks of samples are read in parallel on the active scheduler.
 Folders of NIfTI images are ingested by :mod:`wideml.storage.nifti_ingest`
 (3-D and 4-D files, masks, the spatial reference, labels by subject id); this
 module lists their files and provides :func:`probe` for size estimates.
+
+A link among the sample files whose target is gone, and two files for one
+sample (``sub-01.nii`` beside ``sub-01.nii.gz``: one stem, one sample id) are
+refused naming them.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 
 from wideml.exceptions import WidemlError
+from wideml.storage.label_cells import listed
 
 NPY = "npy"
 NIFTI = "nifti"
@@ -59,9 +65,24 @@ def list_sample_files(folder: Path) -> tuple[str, list[Path]]:
     Raises
     ------
     WidemlError
-        If the folder has none, or mixes ``.npy`` and NIfTI files.
+        If the folder has none, mixes ``.npy`` and NIfTI files, holds a broken
+        link to a sample file, or two files with one stem (one sample id).
     """
-    files = sorted((f for f in folder.iterdir() if f.is_file() and file_kind(f)), key=lambda f: f.name)
+    entries = sorted((f for f in folder.iterdir() if file_kind(f)), key=lambda f: f.name)
+    broken = [f for f in entries if f.is_symlink() and not f.exists()]
+    if broken:
+        more = f" (and {len(broken) - 1} more broken link(s))" if len(broken) > 1 else ""
+        raise WidemlError(f"{broken[0].name!r} in folder {str(folder)!r} is a broken link to {os.readlink(broken[0])!r}{more}; "
+                          "restore the target or remove the link.")
+    files = [f for f in entries if f.is_file()]
+    by_stem: dict[str, list[str]] = {}
+    for f in files:
+        by_stem.setdefault(stem(f), []).append(f.name)
+    twice = [names for names in by_stem.values() if len(names) > 1]
+    if twice:
+        more = f" (and {len(twice) - 1} more sample(s) with two files)" if len(twice) > 1 else ""
+        raise WidemlError(f"folder {str(folder)!r} holds {listed(twice[0], 3)} for one sample {stem(Path(twice[0][0]))!r}{more}; "
+                          "keep one file per sample.")
     kinds = {file_kind(f) for f in files}
     if not files:
         raise WidemlError(

@@ -6,6 +6,11 @@ is recognised by its column names (``label``, ``class``, ``y``, ``id``,
 ``file`` ...) or by a text label above numeric ones. Labels that are all
 integers are stored as integers, anything else as strings. Labels may also
 come from a ``.npy`` file, an HDF5 dataset (``file.h5:/y``) or a zarr array directory.
+
+Missing labels (``NA``, ``n/a``, ``NaN``, ``null``, ``None``, empty: see
+:mod:`wideml.storage.label_cells`) are refused naming the first lines or
+samples, or, with ``drop_unlabelled``, left out (:func:`load_labels` returns
+which rows remain). A sample id given twice in a two-column file is refused.
 """
 
 from __future__ import annotations
@@ -17,6 +22,14 @@ from pathlib import Path
 import numpy as np
 
 from wideml.exceptions import WidemlError
+from wideml.storage.label_cells import (
+    check_unique_ids,
+    delimiter_error,
+    listed,
+    missing_error,
+    missing_mask,
+    other_delimiter,
+)
 from wideml.storage.writer import check_labels
 
 _LABEL_NAMES = {"label", "labels", "y", "class", "classes", "target", "group", "diagnosis", "outcome", "dx", "condition"}
@@ -65,8 +78,49 @@ def coerce_labels(values) -> np.ndarray:
     return np.array(values, dtype=str)
 
 
+def _file_cells(path: Path, delimiter: str | None) -> tuple[np.ndarray | None, list[str], list[str]]:
+    """A labels CSV/TSV as (ids or None, raw label cells, line names), the header row left out."""
+    try:
+        with open_text(path) as f:
+            reader = csv.reader(f, delimiter=delimiter_for(path, delimiter))
+            rows, lines = [], []
+            for row in reader:
+                row = [cell.strip() for cell in row]
+                if any(row):
+                    rows.append(row)
+                    lines.append(f"line {reader.line_num}")
+    except FileNotFoundError:
+        raise WidemlError(f"labels file {str(path)!r} does not exist; check the path.") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise WidemlError(f"cannot read labels file {str(path)!r} ({type(exc).__name__}); give a CSV with one label per line.") from None
+    if not rows:
+        raise WidemlError(f"labels file {str(path)!r} is empty; give one label per sample.")
+    width = len(rows[0])
+    sep = other_delimiter(rows[0], delimiter_for(path, delimiter)) if len(rows) > 1 else None
+    if sep is not None and all(sep in r[0] for r in rows if len(r) == 1):
+        raise delimiter_error(f"labels file {str(path)!r}", sep, "save it comma-separated (tab-separated for a .tsv)")
+    if width not in (1, 2):
+        raise WidemlError(
+            f"labels file {str(path)!r} has {width} columns; name the label column with --label-column NAME "
+            "(label_column=) and, if needed, the id column with --id-column, or give one column (label) or two (id, label)."
+        )
+    for row, line in zip(rows, lines):
+        if len(row) != width:
+            raise WidemlError(f"labels file {str(path)!r} has {len(row)} columns in {line} but {width} in the first; make every line alike.")
+    first = [c.lower() for c in rows[0]]
+    body_numeric = len(rows) > 1 and all(_is_number(r[-1]) for r in rows[1:])
+    if first[-1] in _LABEL_NAMES or (width == 2 and first[0] in _ID_NAMES) or (body_numeric and not _is_number(rows[0][-1])):
+        rows, lines = rows[1:], lines[1:]
+    if not rows:
+        raise WidemlError(f"labels file {str(path)!r} has a header but no labels; give one label per sample.")
+    ids = np.array([r[0] for r in rows], dtype=str) if width == 2 else None
+    if ids is not None:
+        check_unique_ids(ids, f"labels file {str(path)!r}", lines)
+    return ids, [r[-1] for r in rows], lines
+
+
 def read_labels_file(path: str | os.PathLike, delimiter: str | None = None) -> tuple[np.ndarray | None, np.ndarray]:
-    """Read a labels CSV/TSV.
+    """Read a labels CSV/TSV (missing labels refused).
 
     Parameters
     ----------
@@ -80,54 +134,36 @@ def read_labels_file(path: str | os.PathLike, delimiter: str | None = None) -> t
         First column of a two-column file (sample ids or file names).
     labels : ndarray of shape (n_samples,)
     """
-    path = Path(path)
-    try:
-        with open_text(path) as f:
-            rows = [[cell.strip() for cell in row] for row in csv.reader(f, delimiter=delimiter_for(path, delimiter))]
-    except FileNotFoundError:
-        raise WidemlError(f"labels file {str(path)!r} does not exist; check the path.") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise WidemlError(f"cannot read labels file {str(path)!r} ({exc}); give a CSV with one label per line.") from None
-    rows = [r for r in rows if any(r)]
-    if not rows:
-        raise WidemlError(f"labels file {str(path)!r} is empty; give one label per sample.")
-    width = len(rows[0])
-    if width not in (1, 2):
-        raise WidemlError(
-            f"labels file {str(path)!r} has {width} columns; name the label column with --label-column NAME "
-            "(label_column=) and, if needed, the id column with --id-column, or give one column (label) or two (id, label)."
-        )
-    for i, row in enumerate(rows, 1):
-        if len(row) != width:
-            raise WidemlError(f"labels file {str(path)!r} has {len(row)} columns in line {i} but {width} in line 1; make every line alike.")
-    first = [c.lower() for c in rows[0]]
-    body_numeric = len(rows) > 1 and all(_is_number(r[-1]) for r in rows[1:])
-    if first[-1] in _LABEL_NAMES or (width == 2 and first[0] in _ID_NAMES) or (body_numeric and not _is_number(rows[0][-1])):
-        rows = rows[1:]
-    if not rows:
-        raise WidemlError(f"labels file {str(path)!r} has a header but no labels; give one label per sample.")
-    labels = coerce_labels(r[-1] for r in rows)
-    ids = np.array([r[0] for r in rows], dtype=str) if width == 2 else None
+    ids, labels, _ = load_labels(Path(path), delimiter)
     return ids, labels
 
 
 def read_labels(spec, delimiter: str | None = None) -> tuple[np.ndarray | None, np.ndarray]:
     """Labels from an array-like, a CSV/TSV file, a ``.npy`` file, ``file.h5:/dataset`` or a zarr array directory.
 
+    Missing labels are refused (see :func:`load_labels` to leave them out).
+
     Returns
     -------
     ids : ndarray of str or None
     labels : ndarray of shape (n_samples,)
     """
+    ids, labels, _ = load_labels(spec, delimiter)
+    return ids, labels
+
+
+def _raw_labels(spec, delimiter: str | None) -> tuple[np.ndarray | None, object, list[str] | None, str, bool]:
+    """(ids, raw values, place names or None, where, from_text_file) of any labels spec."""
     if not isinstance(spec, (str, os.PathLike)):
         arr = np.asarray(spec)
         if arr.ndim != 1:
             raise WidemlError(f"labels must be 1-D (one label per sample), got shape {arr.shape}; flatten them.")
-        return None, arr
+        return None, arr, None, "the labels", False
     from wideml.storage.ingest_arrays import split_hdf5_spec
 
     file, dataset = split_hdf5_spec(str(spec))
     path = Path(file)
+    where = f"labels file {str(spec)!r}"
     if dataset is not None:
         import h5py
 
@@ -136,12 +172,12 @@ def read_labels(spec, delimiter: str | None = None) -> tuple[np.ndarray | None, 
         with h5py.File(path, "r") as handle:
             if dataset.lstrip("/") not in handle:
                 raise WidemlError(f"{str(path)!r} has no dataset {dataset!r} for the labels; check the name.")
-            return None, coerce_labels_array(handle[dataset.lstrip("/")][()])
+            return None, coerce_labels_array(handle[dataset.lstrip("/")][()]), None, where, False
     if path.is_dir():
         import zarr
 
         try:
-            return None, coerce_labels_array(zarr.open_array(str(path), mode="r")[...])
+            return None, coerce_labels_array(zarr.open_array(str(path), mode="r")[...]), None, where, False
         except WidemlError:
             raise
         except Exception:  # noqa: BLE001 - not a zarr array, or a corrupt one
@@ -153,8 +189,45 @@ def read_labels(spec, delimiter: str | None = None) -> tuple[np.ndarray | None, 
             arr = np.load(path, allow_pickle=False)
         except ValueError:
             raise WidemlError(f"labels file {str(path)!r} holds Python objects; save the labels as numbers or fixed-width strings.") from None
-        return None, coerce_labels_array(arr)
-    return read_labels_file(path, delimiter)
+        return None, coerce_labels_array(arr), None, where, False
+    ids, cells, lines = _file_cells(path, delimiter)
+    return ids, cells, lines, where, True
+
+
+def load_labels(spec, delimiter: str | None = None, drop_unlabelled: bool = False
+                ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
+    """Labels of any spec (as :func:`read_labels`), with missing labels refused or left out.
+
+    Parameters
+    ----------
+    spec : array-like or path
+    delimiter : str, optional
+    drop_unlabelled : bool
+        Leave out the rows whose label is missing instead of refusing them.
+
+    Returns
+    -------
+    ids : ndarray of str or None
+        Ids of the rows kept (two-column files).
+    labels : ndarray
+        Labels of the rows kept.
+    keep : ndarray of bool or None
+        None when every row has a label, else which rows of the source remain.
+    """
+    ids, values, places, where, text = _raw_labels(spec, delimiter)
+    missing = missing_mask(np.asarray(values, dtype=object) if text else np.asarray(values))
+    keep = None
+    if missing.any():
+        names = np.asarray(places if places is not None else [f"sample {i}" for i in range(len(missing))], dtype=object)
+        shown = ids[missing] if ids is not None else names[missing]
+        if not drop_unlabelled:
+            raise missing_error(where, list(shown))
+        if missing.all():
+            raise WidemlError(f"every label in {where} is missing (NA, n/a, empty ...); give the samples labels.")
+        keep = ~missing
+        ids = ids[keep] if ids is not None else None
+        values = np.asarray(values, dtype=object)[keep] if text else np.asarray(values)[keep]
+    return ids, (coerce_labels(values) if text else values), keep
 
 
 def coerce_labels_array(arr) -> np.ndarray:
@@ -206,7 +279,7 @@ def match_files(files: list[Path], ids: np.ndarray, stem) -> list[Path]:
         else:
             out.append(f)
     if missing:
-        shown = ", ".join(missing[:3]) + (" ..." if len(missing) > 3 else "")
+        shown = listed(missing)
         raise WidemlError(f"{len(missing)} sample(s) in the labels file have no file in the folder ({shown}); fix the names or add the files "
                           "(to match a participants table by subject id, sub-XX in the file names, name its label column with --label-column).")
     seen: set[Path] = set()

@@ -10,9 +10,11 @@ objects (Series, Categorical of strings or ints). wideml keeps them as
 - fixed-width unicode ``<U`` for text,
 
 so predictions come back as the labels that were given (strings as str,
-ints as ints). Missing values (None, NaN, pandas NA) and labels that mix
-strings with numbers are refused with one sentence: a class called "nan" or
-"None" would be a silent wrong answer.
+ints as ints). Missing values (None, NaN, pandas NA, and the texts ``NA``,
+``N/A``, ``NaN``, ``null``, ``None``, empty or blank, in any case: see
+:mod:`wideml.storage.label_cells`) and labels that mix strings with numbers
+are refused with one sentence: a class called "NA" or "None" would be a
+silent wrong answer.
 """
 
 from __future__ import annotations
@@ -22,22 +24,22 @@ import numbers
 import numpy as np
 
 from wideml.exceptions import WidemlError
+from wideml.storage.label_cells import clip, listed, missing_mask
 
 
-def _is_missing(value) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, (float, np.floating)):
-        return bool(np.isnan(value))
-    return type(value).__name__ in ("NAType", "NaTType")
+def _refuse_missing(arr: np.ndarray, what: str) -> None:
+    """Refuse missing labels (None, NaN, NA, "n/a", "" ...), naming the first samples (0-based)."""
+    where = np.flatnonzero(missing_mask(arr.ravel()))
+    if where.size:
+        first = arr.ravel()[where[0]]
+        raise WidemlError(f"{what} hold {where.size} missing value(s) such as {clip(first)!r} (sample(s) {listed(where.tolist())}); "
+                          "give every sample a label, or leave those samples out.")
 
 
 def _object_labels(arr: np.ndarray, what: str) -> np.ndarray:
     """An object array's labels as int64, bool, float64 or str; missing and mixed kinds refused."""
     flat = arr.ravel()
-    for i, v in enumerate(flat):
-        if _is_missing(v):
-            raise WidemlError(f"{what} hold a missing value ({v!r}) at sample {i}; give every sample a label (or drop that sample).")
+    _refuse_missing(flat, what)
     texts = [isinstance(v, (str, bytes, np.str_, np.bytes_)) for v in flat]
     if all(texts):
         return np.array([v.decode() if isinstance(v, bytes) else str(v) for v in flat], dtype=str).reshape(arr.shape)
@@ -94,6 +96,7 @@ def normalise_labels(values, what: str = "labels") -> np.ndarray:
             raise WidemlError(f"{what} contain NaN or inf; give every sample a label.")
         return arr.astype(np.float64)
     if kind in "SUT":
+        _refuse_missing(arr, what)
         return np.array([v.decode() if isinstance(v, bytes) else str(v) for v in arr.ravel()], dtype=str).reshape(arr.shape)
     if kind == "O":
         return _object_labels(arr, what)

@@ -27,7 +27,7 @@ from wideml.storage.ingest_casts import check_cast_dtypes
 from wideml.storage.ingest_labels import validate_labels
 from wideml.storage.ingest_rows import write_rows_to_store
 from wideml.storage.masking import AUTO, auto_mask, load_mask_file
-from wideml.storage.nifti_rows import NiftiRows, keep_files, scan_nifti
+from wideml.storage.nifti_rows import NiftiRows, keep_files, keep_samples, scan_nifti
 from wideml.storage.participants import match_subjects, read_table
 from wideml.storage.spatial import SpatialReference
 
@@ -41,6 +41,7 @@ def ingest_nifti_folder(
     y_per_file: bool = False,
     table: tuple | None = None,
     drop_unlabelled: bool = False,
+    keep=None,
     mask=None,
     dtype=None,
     sample_ids=None,
@@ -63,6 +64,9 @@ def ingest_nifti_folder(
         A participants table: labels matched by subject id (overrides ``y``).
     drop_unlabelled : bool
         With ``table``: leave out files without a label instead of refusing.
+    keep : ndarray of bool, optional
+        Without ``table``: the samples (or, with ``y_per_file``, the files) whose
+        label was not missing; ``y`` holds only theirs (``--drop-unlabelled``).
     mask : None, "auto" or path-like
         Keep only these voxels (see :mod:`wideml.storage.masking`).
     dtype, sample_ids, feature_ids, allow_lossy_cast, **common
@@ -82,12 +86,18 @@ def ingest_nifti_folder(
     plan = scan_nifti(files)
     if table is not None:
         labels_path, label_column, id_column = table
-        ids, cells = read_table(labels_path, label_column, id_column)
-        keep, file_labels = match_subjects([f.name for f in plan.files], ids, cells, str(labels_path), drop_unlabelled)
-        plan = keep_files(plan, keep)
+        names = [f.name for f in plan.files]
+        ids, cells = read_table(labels_path, label_column, id_column, file_names=names)
+        kept, file_labels = match_subjects(names, ids, cells, str(labels_path), drop_unlabelled)
+        plan = keep_files(plan, kept)
         y = file_labels[plan.file_of_sample]
     elif y is not None and y_per_file:
         y = np.asarray(y)[plan.file_of_sample]
+    elif y is not None and keep is not None:
+        if len(keep) != plan.n_samples:
+            raise WidemlError(f"the labels have {len(keep)} entries but the folder holds {plan.n_samples} volumes; "
+                              "give exactly one label per volume.")
+        plan = keep_samples(plan, keep)
     if y is not None:
         y = validate_labels(y, plan.n_samples)
     space = plan.space

@@ -26,6 +26,7 @@ import numpy as np
 
 from wideml.exceptions import WidemlError
 from wideml.storage.ingest_folder import require_nibabel, stem
+from wideml.storage.label_cells import check_unique_ids
 from wideml.storage.spatial import SpatialReference
 
 #: Bytes of full-grid voxels one slab read may hold (several volumes of a 4-D file at once).
@@ -130,6 +131,7 @@ def scan_nifti(files: list[Path]) -> NiftiPlan:
         raise WidemlError("the NIfTI files hold no volumes (a 4-D file with 0 volumes); give at least one volume.")
     plan.file_of_sample = np.asarray(owners, dtype=np.int64)
     plan.ids = np.asarray(ids, dtype=str)
+    check_unique_ids(plan.ids, "the NIfTI files", [plan.files[i].name for i in owners])
     for dt in dtypes:
         if dt.kind not in "biuf":
             raise WidemlError(f"the NIfTI files hold {dt} values, which are not real numbers; convert them to floats first.")
@@ -142,6 +144,16 @@ def keep_files(plan: NiftiPlan, keep: list[int]) -> NiftiPlan:
     rows = np.concatenate([np.flatnonzero(plan.file_of_sample == i) for i in keep]) if keep else np.zeros(0, int)
     remap = {old: new for new, old in enumerate(keep)}
     return NiftiPlan([plan.files[i] for i in keep], [plan.samples[r] for r in rows],
+                     np.asarray([remap[int(plan.file_of_sample[r])] for r in rows], dtype=np.int64),
+                     plan.ids[rows], plan.space, plan.dtype)
+
+
+def keep_samples(plan: NiftiPlan, keep) -> NiftiPlan:
+    """The plan restricted to the samples where the boolean mask ``keep`` (one entry per sample) is true."""
+    rows = np.flatnonzero(np.asarray(keep, dtype=bool))
+    used = sorted({int(plan.file_of_sample[r]) for r in rows})
+    remap = {old: new for new, old in enumerate(used)}
+    return NiftiPlan([plan.files[i] for i in used], [plan.samples[r] for r in rows],
                      np.asarray([remap[int(plan.file_of_sample[r])] for r in rows], dtype=np.int64),
                      plan.ids[rows], plan.space, plan.dtype)
 
