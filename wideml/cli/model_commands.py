@@ -60,7 +60,8 @@ def register(sub, common) -> None:
     p = sub.add_parser("transform", parents=[common], help="embed a store with a fitted model (one pass)")
     p.add_argument("model")
     p.add_argument("store")
-    p.add_argument("-o", "--output", required=True, help="output .npy or .csv (n_samples x n_components)")
+    p.add_argument("-o", "--output", required=True,
+                   help="output .npy (n_samples x n_components) or .csv (header sample_id,component_1,...; one row per sample)")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--ignore-feature-layout", action="store_true", help=_IGNORE_LAYOUT_HELP)
     p.set_defaults(handler=run_transform)
@@ -127,7 +128,9 @@ def run_fit(args: argparse.Namespace) -> int:
         raise WidemlError(f"store {args.store!r} holds no labels y; fitting needs a labelled store.")
     from wideml.runtime.checkpoint import resumable
 
-    work = str(Path(args.output).resolve()) + ".wideml-work"  # beside the output: a rerun of the same command finds it
+    from wideml.runtime.owned_names import checkpoint_folder
+
+    work = checkpoint_folder(Path(args.output).resolve())  # beside the output: a rerun of the same command finds it
     with resumable(work, resume=not getattr(args, "no_resume", False)):
         est.fit(store, store.y)
         save_model(est, args.output, overwrite=args.overwrite,
@@ -169,11 +172,35 @@ def run_transform(args: argparse.Namespace) -> int:
     if not args.output.endswith((".npy", ".csv")):
         raise WidemlError(f"output {args.output!r} must end in .npy or .csv.")
     model = load_model(args.model)
+    store = open_store(args.store)
     with _layout_checks(args):
-        Z = model.transform(open_store(args.store))
-    _write_atomic(args.output, lambda tmp: np.save(tmp, Z) if args.output.endswith(".npy") else np.savetxt(tmp, Z, delimiter=","))
+        Z = model.transform(store)
+    if args.output.endswith(".npy"):
+        _write_atomic(args.output, lambda fh: np.save(fh, Z, allow_pickle=False))
+    else:
+        header = ["sample_id"] + [f"component_{j + 1}" for j in range(Z.shape[1])]
+        rows = ([i] + [repr(float(v)) for v in z] for i, z in zip(_sample_ids(store), Z))
+        _write_atomic(args.output, lambda fh: _write_csv(fh, header, rows))
     print(f"wrote {Z.shape[0]} x {Z.shape[1]} embedding to {args.output}")
     return 0
+
+
+def _sample_ids(store) -> np.ndarray:
+    """The store's sample ids, or 0..n-1 when it has none (the first column of predict's and transform's CSVs)."""
+    return store.sample_ids if store.sample_ids is not None else np.arange(store.n_samples)
+
+
+def _write_csv(fh, header: list[str], rows) -> None:
+    """Write a header and rows as UTF-8 CSV into the binary file ``fh`` (quoted where needed: labels and ids may hold commas)."""
+    import csv
+    import io
+
+    text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+    out = csv.writer(text, lineterminator="\n")
+    out.writerow(header)
+    out.writerows(rows)
+    text.flush()
+    text.detach()
 
 
 def _write_atomic(path: str, write) -> None:
@@ -196,20 +223,11 @@ def run_predict(args: argparse.Namespace) -> int:
     with _layout_checks(args):
         proba = model.predict_proba(store) if hasattr(model, "predict_proba") else None
         pred = model.classes_[np.argmax(proba, axis=1)] if proba is not None else model.predict(store)
-    ids = store.sample_ids if store.sample_ids is not None else np.arange(store.n_samples)
+    ids = _sample_ids(store)
     if args.output:
-        def write(fh):  # csv quoting: labels may hold commas, quotes or newlines
-            import csv
-            import io
-
-            text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
-            out = csv.writer(text, lineterminator="\n")
-            out.writerow(["sample_id", "prediction"] + ([f"p_{c}" for c in model.classes_] if proba is not None else []))
-            for i in range(len(pred)):
-                out.writerow([ids[i], pred[i]] + ([f"{v:.6g}" for v in proba[i]] if proba is not None else []))
-            text.flush()
-            text.detach()
-        _write_atomic(args.output, write)
+        header = ["sample_id", "prediction"] + ([f"p_{c}" for c in model.classes_] if proba is not None else [])
+        rows = ([ids[i], pred[i]] + ([f"{v:.6g}" for v in proba[i]] if proba is not None else []) for i in range(len(pred)))
+        _write_atomic(args.output, lambda fh: _write_csv(fh, header, rows))
         print(f"wrote {len(pred)} predictions to {args.output}")
     else:
         for i in range(len(pred)):
