@@ -34,15 +34,20 @@ _EXACT_BYTES = 8 * 4
 
 
 def _lda(Z: np.ndarray, codes: np.ndarray) -> LinearDiscriminantAnalysis:
-    """scikit-learn's LDA (SVD solver, empirical priors) on the embedding.
+    """scikit-learn's LDA (SVD solver, empirical priors) on the embedding, at machine-precision rank.
 
     The SVD solver's algebra runs directly on the small embedding
     (:func:`wideml.algebra.encoder.lda_svd`, no input validation) and its
-    result is stored in a ``LinearDiscriminantAnalysis``. When that fast path
-    does not apply, scikit-learn fits it; an embedding with no within-class
-    spread at all (e.g. Spearman with a single feature) leaves the SVD solver
-    nothing to whiten, and the least-squares solver then gives the prior-only
-    classifier.
+    result is stored in a ``LinearDiscriminantAnalysis`` whose ``tol`` is the
+    threshold it applied. The rank rule is relative (singular values above
+    eps * max(n, d) times the largest, :func:`~wideml.algebra.encoder.rank_tol`),
+    not scikit-learn's absolute default ``tol=1e-4``, which keeps rank 1 of the
+    nearly collinear linear embeddings of the paper's transformed settings.
+    When the fast path does not apply, scikit-learn fits it with the same rule
+    (:func:`~wideml.algebra.encoder.sklearn_tol`); an embedding with no
+    within-class spread at all (e.g. Spearman with a single feature) leaves
+    the SVD solver nothing to whiten, and the least-squares solver then gives
+    the prior-only classifier.
     """
     n_classes = int(codes.max()) + 1 if len(codes) else 0
     with one_blas_thread():
@@ -52,7 +57,7 @@ def _lda(Z: np.ndarray, codes: np.ndarray) -> LinearDiscriminantAnalysis:
     with warnings.catch_warnings(), one_blas_thread():
         warnings.simplefilter("ignore")
         try:
-            return LinearDiscriminantAnalysis().fit(Z, codes)
+            return LinearDiscriminantAnalysis(tol=alg.sklearn_tol(Z, codes)).fit(Z, codes)
         except (IndexError, np.linalg.LinAlgError):
             return LinearDiscriminantAnalysis(solver="lsqr").fit(Z, codes)
 
@@ -104,7 +109,7 @@ class PrefitLDA(LinearDiscriminantAnalysis):
 
 def _lda_model(fit: alg.LdaFit, n_features: int, n_classes: int) -> PrefitLDA:
     """A fitted :class:`PrefitLDA` holding :func:`~wideml.algebra.encoder.lda_svd`'s result."""
-    lda = PrefitLDA()
+    lda = PrefitLDA(tol=fit.tol)
     lda.classes_ = np.arange(n_classes)
     lda.n_features_in_ = int(n_features)
     lda.priors_, lda.means_, lda.xbar_ = fit.priors, fit.means, fit.xbar

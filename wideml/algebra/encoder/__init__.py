@@ -12,7 +12,8 @@ chunk; these modules finish them:
 - :mod:`.leave_one_out`: the leave-one-out corrections of the training
   embedding used by the corrected selection score;
 - :mod:`.selection`: the cross-entropy score and the kernel selection rule;
-- :mod:`.lda`: scikit-learn's SVD-solver LDA on the small embedding, and its posteriors;
+- :mod:`.lda`: scikit-learn's SVD-solver LDA on the small embedding, with a machine-precision
+  rank rule (a pseudo-inverse LDA, as the paper's code), and its posteriors;
 - :mod:`.ranks`: exact row ranks and the rank estimator used when a row does not fit in memory.
 """
 
@@ -27,7 +28,7 @@ from wideml.algebra.encoder.kernels import (
     resolve_kernels,
     stacked_class_weights,
 )
-from wideml.algebra.encoder.lda import LDA_TOL, LdaFit, lda_proba, lda_svd
+from wideml.algebra.encoder.lda import LDA_TOL, LdaFit, lda_proba, lda_svd, rank_tol, sklearn_tol
 from wideml.algebra.encoder.leave_one_out import loo_counts, loo_distance, loo_embed, loo_full, loo_linear
 from wideml.algebra.encoder.ranks import (
     RankTable,
@@ -43,6 +44,6 @@ from wideml.algebra.encoder.selection import PROBA_FLOOR, cross_entropy, select_
 __all__ = [
     "ALIASES", "KERNELS", "LDA_TOL", "PROBA_FLOOR", "AnchorStats", "LdaFit", "RankTable", "approx_ranks", "cross_entropy", "embed",
     "euclidean_distance", "full_kernel", "lda_proba", "lda_svd", "loo_counts", "loo_distance", "loo_embed", "loo_full", "loo_linear",
-    "pearson_from_sums", "rank_sums", "rank_table", "rank_tables", "resolve_kernels", "row_ranks", "select_kernel", "sketch_features",
+    "pearson_from_sums", "rank_sums", "rank_tol", "rank_table", "rank_tables", "resolve_kernels", "row_ranks", "select_kernel", "sketch_features", "sklearn_tol",
     "stacked_class_weights",
 ]
