@@ -201,6 +201,33 @@ class FittedState:
         est._load_more(state_in, arrays)
         return est
 
+    def __getstate__(self) -> dict:
+        """The pickled state: fitted arrays kept in a work folder travel as their values (up to 256 MiB).
+
+        A work folder is removed with the process that fitted the estimator,
+        so a pickle that pointed at it would read nothing in another process
+        (:mod:`wideml.estimators._pickling`); above the limit pickling raises
+        a :class:`~wideml.estimators._pickling.NotPicklableError` naming
+        ``wideml.save_model``.
+        """
+        from wideml.estimators._pickling import portable_state
+
+        parent = getattr(super(), "__getstate__", None)
+        state = parent() if parent is not None else self.__dict__.copy()
+        return portable_state(state, type(self).__name__) if isinstance(state, dict) else state
+
+    def __deepcopy__(self, memo: dict) -> Any:
+        """A deep copy that shares the work folder (its arrays keep it alive) but does not own it (no ``_group``)."""
+        import copy
+
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        state = copy.deepcopy(self.__dict__, memo)
+        if "_group" in state:
+            state["_group"] = None
+        new.__dict__.update(state)
+        return new
+
     def _save_more(self, state_out: dict, arrays: dict) -> None:
         """Add what the table cannot express to ``state_out`` / ``arrays`` (nothing by default)."""
 

@@ -40,9 +40,12 @@ class WorkFolder:
 
     The estimator that made the folder holds the handle, and so does every dask
     array read from it (:func:`work_array`), so ``LOL(3).fit(store).components_``
-    keeps its folder after the estimator itself is gone (reading a removed
-    folder through zarr would give fill values, not an error). A pickled
-    handle (a graph sent to workers) is a plain path that owns nothing.
+    keeps its folder after the estimator itself is gone. A pickled handle (a
+    graph sent to workers) is a plain path that owns nothing: the reads of
+    such a graph check their chunk files (:func:`keep_folder_alive`), so once
+    the folder is gone they raise instead of reading zarr's fill values, and
+    a pickled estimator carries its work-folder arrays' values instead
+    (:mod:`wideml.estimators._pickling`). A deep copy shares the handle.
     """
 
     def __init__(self, folder: str):
@@ -51,6 +54,9 @@ class WorkFolder:
 
     def __reduce__(self):
         return (str, (self.folder,))
+
+    def __deepcopy__(self, memo):
+        return self
 
     def __dask_tokenize__(self):
         return ("wideml-work-folder", self.folder)
@@ -77,17 +83,28 @@ _OWNED_FOREVER: list = []
 
 def work_array(group_path: str, name: str) -> da.Array:
     """The array ``name`` of a model group as a dask array that keeps the group's work folder alive."""
-    return keep_folder_alive(da.from_zarr(f"{group_path}/{name}"), group_path)
+    return keep_folder_alive(da.from_zarr(f"{group_path}/{name}"), group_path, name)
 
 
-def keep_folder_alive(arr: da.Array, group_path: str) -> da.Array:
-    """``arr`` (read from the model group ``group_path``) holding the group's work-folder handle in its graph."""
+def keep_folder_alive(arr: da.Array, group_path: str, name: str | None = None) -> da.Array:
+    """``arr`` (an array of the model group ``group_path``, as stored) holding the folder's handle, its reads checked.
+
+    Every block read is followed by a look for the chunk files it covers (a
+    stat per chunk): a chunk whose file is missing, or a work folder that is
+    gone (the graph was pickled and read in another process after the fitting
+    one exited), raises :class:`~wideml.estimators._work_reads.WorkFolderGone`
+    instead of reading as zeros. ``name`` is the stored array's name in the
+    group (found from ``arr``'s graph when not given).
+    """
     handle = _HANDLES.get(group_path)
     if handle is None:  # a saved model's group: nothing to keep alive
         return arr
     from dask.highlevelgraph import HighLevelGraph
 
-    key = f"wideml-work-folder-{arr.name}"
+    from wideml.estimators._work_reads import WORK_LAYER_PREFIX, checked_reads, member_name
+
+    arr = checked_reads(arr, os.path.join(group_path, name or member_name(arr, group_path)))
+    key = f"{WORK_LAYER_PREFIX}{arr.name}"
     graph = HighLevelGraph.merge(arr.dask, HighLevelGraph.from_collections(key, {key: handle}))
     return da.Array(graph, arr.name, arr.chunks, meta=arr._meta)
 

@@ -225,13 +225,15 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
     a relative path: a zarr array opened relatively is re-opened through its
     absolute path, and an h5py dataset is read through its file's absolute
     path off the threaded scheduler (:mod:`wideml.passes.external_arrays`).
+    A zarr array must have every chunk stored (:func:`~wideml.passes.zarr_chunks.check_zarr_chunks`).
 
     Raises
     ------
     WidemlError
         For an in-memory zarr array (or HDF5 file) while a dask.distributed
-        client is active, or a zarr array opened relatively from a directory
-        that is no longer the working directory.
+        client is active, a zarr array opened relatively from a directory
+        that is no longer the working directory, or a zarr array with a chunk
+        that has no stored data (a StoreError).
     """
     from wideml.storage.featurestore import FeatureStore
 
@@ -261,9 +263,10 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
 
         return h5py_as_dask(X, int(feature_chunk))
     if type(X).__module__.startswith("zarr"):
-        from wideml.passes.external_arrays import absolute_zarr
+        from wideml.passes.external_arrays import absolute_zarr, check_zarr_chunks
 
         X = absolute_zarr(X)
+        check_zarr_chunks(X)
     return da.from_array(X, chunks=(shape[0], int(feature_chunk)), lock=False, asarray=True)
 
 

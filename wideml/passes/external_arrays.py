@@ -13,7 +13,9 @@ built on one:
   so it is right even after a change of directory);
 * on a dask.distributed scheduler, a zarr array in this process's memory
   (``MemoryStore``, ``memory://``) or an in-memory HDF5 file is refused: the
-  workers cannot read it.
+  workers cannot read it;
+* a zarr array with a chunk that has no stored data is refused
+  (:mod:`wideml.passes.zarr_chunks`): zarr would read it as the fill value.
 """
 
 from __future__ import annotations
@@ -145,4 +147,6 @@ def h5py_as_dask(X: Any, feature_chunk: int) -> da.Array:
     return da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=dtype), name=name)
 
 
-__all__ = ["absolute_zarr", "h5py_as_dask", "h5py_file_path"]
+from wideml.passes.zarr_chunks import check_zarr_chunks  # noqa: E402  (re-exported: the check of every zarr array handed in)
+
+__all__ = ["absolute_zarr", "check_zarr_chunks", "h5py_as_dask", "h5py_file_path"]
