@@ -152,11 +152,18 @@ def test_drop_unlabelled_without_labels_is_refused(tmp_path):
 @pytest.mark.parametrize("marker", MARKERS)
 def test_python_labels_given_as_strings_refuse_markers(marker):
     y = np.array(["a", "b", marker, "a"], dtype=object)
-    with pytest.raises(WidemlError, match="1 missing value.*sample\\(s\\) 2") as err:
+    with pytest.raises(WidemlError, match="a missing value .* at sample 2;") as err:
         check_labels(y, 4)
     short(str(err.value))
     with pytest.raises(WidemlError, match="missing value"):
         normalise_labels(np.array(["a", "b", marker, "a"]))
+
+
+def test_python_labels_with_many_markers_name_the_first_samples():
+    y = np.array(["a", "b"] + ["NA"] * 20, dtype=object)
+    with pytest.raises(WidemlError, match="20 missing values .*samples 2, 3, 4, 5, 6 and 15 more") as err:
+        check_labels(y, 22)
+    short(str(err.value))
 
 
 def test_python_labels_that_merely_contain_na_are_classes():

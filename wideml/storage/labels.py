@@ -30,9 +30,12 @@ from wideml.storage.label_cells import clip, listed, missing_mask
 def _refuse_missing(arr: np.ndarray, what: str) -> None:
     """Refuse missing labels (None, NaN, NA, "n/a", "" ...), naming the first samples (0-based)."""
     where = np.flatnonzero(missing_mask(arr.ravel()))
-    if where.size:
+    if where.size == 1:
         first = arr.ravel()[where[0]]
-        raise WidemlError(f"{what} hold {where.size} missing value(s) such as {clip(first)!r} (sample(s) {listed(where.tolist())}); "
+        shown = repr(clip(first)) if isinstance(first, (str, bytes)) else repr(first)
+        raise WidemlError(f"{what} hold a missing value ({shown}) at sample {where[0]}; give every sample a label, or leave that sample out.")
+    if where.size:
+        raise WidemlError(f"{what} hold {where.size} missing values such as NA, None or NaN (samples {listed(where.tolist())}); "
                           "give every sample a label, or leave those samples out.")
 
 
