@@ -1,9 +1,14 @@
 """The ``wideml`` command: a thin layer over the estimators and the storage layer.
 
 Every subcommand shares ``--config``, ``--scheduler``, ``--memory-limit`` and
-``--progress/--no-progress``; commands that write take ``-o OUT`` and refuse to
-replace an existing output without ``--overwrite``. A problem with the input is
-printed as one sentence and the command exits with status 2.
+``--progress/--no-progress``, given before or after the command name
+(``wideml --config FILE fit ...`` and ``wideml fit ... --config FILE`` are the
+same; given twice, the later one wins); commands that write take ``-o OUT`` and
+refuse to replace an existing output without ``--overwrite``. A problem with the
+input is printed as one sentence and the command exits with status 2. When the
+reader of the output goes away (``wideml info s.zarr | head -3``), the command
+stops quietly with status 141 (128 + SIGPIPE, what a Unix tool killed by
+SIGPIPE reports), as Python's documentation on SIGPIPE recommends: no traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 import warnings
 
@@ -30,28 +36,41 @@ PATH_ARGS = ("store", "model", "input", "out", "output", "plot", "source", "labe
 WORKER_WRITTEN_OUTPUTS = {"fit": ("output",), "ingest": ("output",), "simulate": ("output",), "rechunk": ("output", "out")}
 
 
+#: Destinations of the options every command shares (:func:`_common_parser`); None when not given.
+COMMON_DESTS = ("config", "scheduler", "memory_limit", "progress")
+
+#: Exit status when the reader of stdout (or stderr) has gone away: 128 + SIGPIPE, as for a Unix tool killed by SIGPIPE.
+EXIT_OUTPUT_CLOSED = 128 + int(getattr(signal, "SIGPIPE", 13))
+
+
 def _common_parser() -> argparse.ArgumentParser:
+    """The options every command shares, accepted before the command name too.
+
+    Their defaults are ``argparse.SUPPRESS``: the subcommand's parser then sets
+    only what was given after the command, and does not reset what was given
+    before it (:func:`parse_args` fills the rest with None).
+    """
     from wideml.runtime.scheduler import SCHEDULER_HELP
 
-    common = argparse.ArgumentParser(add_help=False)
-    group = common.add_argument_group("execution")
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    group = common.add_argument_group("execution (before or after the command)")
     group.add_argument("--config", metavar="FILE", help="YAML config file with a top-level 'wideml:' mapping (see configs/)")
     group.add_argument("--scheduler", metavar="NAME", help=f"where to run: {SCHEDULER_HELP} (default from config: threads)")
     group.add_argument("--memory-limit", metavar="SIZE", help="memory budget, e.g. 8GiB (default from config: 60%% of RAM)")
     bar = group.add_mutually_exclusive_group()
-    bar.add_argument("--progress", dest="progress", action="store_const", const=True, default=None, help="always show progress bars")
+    bar.add_argument("--progress", dest="progress", action="store_const", const=True, help="always show progress bars")
     bar.add_argument("--no-progress", dest="progress", action="store_const", const=False, help="never show progress bars")
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
+    common = _common_parser()
     parser = argparse.ArgumentParser(
-        prog="wideml",
+        prog="wideml", parents=[common],
         description="Out-of-core supervised dimensionality reduction for wide data (zarr v3 / HDF5 feature stores).",
     )
     parser.add_argument("--version", action="version", version=f"wideml {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    common = _common_parser()
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(f"wideml.cli.{name}")
@@ -61,6 +80,27 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.register(sub, common)
     return parser
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse ``argv`` with ``parser``; the shared options not given (before or after the command) are None.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        From :func:`build_parser`.
+    argv : list of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    argparse.Namespace
+    """
+    args = parser.parse_args(argv)
+    for dest in COMMON_DESTS:
+        if not hasattr(args, dest):
+            setattr(args, dest, None)
+    return args
 
 
 def absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
@@ -164,8 +204,6 @@ def _progress_shown() -> bool:
 
 def _interrupted(signum: int) -> int:
     """Clean up after SIGINT/SIGTERM, print one line, and return (or, after a real signal, exit with) 130/143."""
-    import signal
-
     from wideml.runtime import signals
 
     try:
@@ -191,12 +229,73 @@ def main(argv: list[str] | None = None) -> int:
     folders (after the running tasks stopped) and exit with 130 / 143 and one
     line on stderr. Run as the console script (``argv`` None), a signal that
     arrives once the run is over (its outputs in place) is ignored, so the
-    process still exits with the run's status.
+    process still exits with the run's status. When the reader of stdout or
+    stderr goes away (``wideml info s.zarr | head -3``), the run stops, its
+    partial outputs are removed, the closed stream is pointed at os.devnull and
+    the status is :data:`EXIT_OUTPUT_CLOSED` (141), with no traceback.
     """
+    try:
+        try:
+            return _main(argv)
+        finally:
+            if sys.stdout is not None:
+                sys.stdout.flush()  # a reader gone away shows here, not as "Exception ignored" at interpreter exit
+    except BrokenPipeError:
+        if not _silence_closed_outputs():
+            raise
+        _clean_up()
+        return EXIT_OUTPUT_CLOSED
+
+
+def _closed_outputs() -> list[int]:
+    """The file descriptors among stdout and stderr whose reader has gone away (a pipe or socket with no reader).
+
+    A pipe without readers polls as POLLERR (a socket as POLLHUP/POLLERR); a
+    terminal or a file never does. Where ``select.poll`` is missing, stdout is
+    assumed to be the closed one.
+    """
+    import select
+
+    if not hasattr(select, "poll"):
+        return [1]
+    closed = []
+    for fd in (1, 2):
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            events = poller.poll(0)
+        except (OSError, ValueError):
+            continue
+        if any(mask & (select.POLLERR | select.POLLHUP) for _, mask in events):
+            closed.append(fd)
+    return closed
+
+
+def _silence_closed_outputs() -> bool:
+    """Point stdout/stderr whose reader went away at os.devnull (so nothing more fails, even at exit); False if none did.
+
+    Python's documentation on SIGPIPE recommends this: redirect the closed
+    stream to devnull and exit, so the interpreter's final flush has somewhere
+    to go and prints no "Exception ignored" line.
+    """
+    closed = _closed_outputs()
+    if not closed:
+        return False
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in closed:
+            os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+    return True
+
+
+def _main(argv: list[str] | None) -> int:
+    """Parse ``argv`` and run the command (:func:`main` without its handling of a closed stdout)."""
     from wideml.runtime.signals import interrupts_raise
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
@@ -209,8 +308,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _guarded_run(args: argparse.Namespace) -> int:
     """:func:`_run`, with interrupts, refusals and a full disk turned into their one line and exit status."""
-    import signal
-
     from wideml.runtime.preflight import is_disk_full
     from wideml.runtime.signals import Interrupted
 
@@ -220,6 +317,8 @@ def _guarded_run(args: argparse.Namespace) -> int:
         return _interrupted(exc.signum)
     except KeyboardInterrupt:
         return _interrupted(signal.SIGINT)
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: main() stops quietly (an OSError, but never a full disk)
     except WidemlError as exc:
         _clean_up()
         print(f"wideml: error: {exc}", file=sys.stderr)
