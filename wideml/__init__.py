@@ -1,6 +1,7 @@
 """wideml: out-of-core supervised dimensionality reduction and classification of wide data."""
 
 from wideml._version import __version__
+from wideml.exceptions import ConfigError, PerformanceWarning, StoreError, WidemlError
 
 from wideml.storage import create_store, open_store, write_store  # noqa: E402
 from wideml.storage.ingest import ingest  # noqa: E402
@@ -24,6 +25,10 @@ from wideml.maps import write_maps  # noqa: E402
 from wideml.estimators.image_input import images_to_array  # noqa: E402
 
 __all__ = [
+    "ConfigError",
+    "PerformanceWarning",
+    "StoreError",
+    "WidemlError",
     "EncoderClassifier",
     "KPCATrick",
     "KernelLOL",
