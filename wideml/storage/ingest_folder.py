@@ -81,8 +81,8 @@ def list_sample_files(folder: Path) -> tuple[str, list[Path]]:
     twice = [names for names in by_stem.values() if len(names) > 1]
     if twice:
         more = f" (and {len(twice) - 1} more sample(s) with two files)" if len(twice) > 1 else ""
-        raise WidemlError(f"folder {str(folder)!r} holds {listed(twice[0], 3)} for one sample {stem(Path(twice[0][0]))!r}{more}; "
-                          "keep one file per sample.")
+        raise WidemlError(f"folder {str(folder)!r} holds {len(twice[0])} files for one sample {stem(Path(twice[0][0]))!r} "
+                          f"({listed(twice[0], 3)}){more}; keep one file per sample.")
     kinds = {file_kind(f) for f in files}
     if not files:
         raise WidemlError(
