@@ -63,7 +63,7 @@ def leftovers(path: str | Path) -> list[Path]:
     path = Path(path)
     if not path.parent.exists():
         return []
-    return sorted(p for p in path.parent.iterdir() if p.name.startswith((f".{path.name}.partial-", f".{path.name}.old-")))
+    return sorted(p for p in path.parent.iterdir() if p.name.startswith((f".{path.name}.wideml-partial-", f".{path.name}.wideml-old-")))
 
 
 @pytest.fixture

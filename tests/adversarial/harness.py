@@ -67,7 +67,8 @@ def assert_api_refused(excinfo, *words: str) -> str:
 def debris(folder: str | os.PathLike) -> list[Path]:
     """Hidden partial/old outputs and wideml temporary folders left anywhere under ``folder``."""
     folder = Path(folder)
-    return sorted(p for p in folder.rglob("*") if ".partial-" in p.name or ".old-" in p.name)
+    marks = (".partial-", ".old-", ".wideml-partial-", ".wideml-old-")
+    return sorted(p for p in folder.rglob("*") if any(mark in p.name for mark in marks))
 
 
 def assert_no_debris(folder: str | os.PathLike) -> None:

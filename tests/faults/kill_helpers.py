@@ -46,7 +46,7 @@ def pass_started(log: Path):
 def partial_has_chunks(folder: Path, name: str):
     """A predicate: the hidden ``.NAME.partial-*`` folder beside the output holds some chunk files of X."""
     def check() -> bool:
-        for aside in folder.glob(f".{name}.partial-*"):
+        for aside in folder.glob(f".{name}.wideml-partial-*"):
             chunks = aside / name / "X" / "c"
             if chunks.is_dir() and any(chunks.iterdir()):
                 return True
@@ -80,7 +80,7 @@ def leftovers(*folders: Path) -> list[Path]:
     for folder in folders:
         if folder.is_dir():
             found += [p for p in folder.iterdir()
-                      if ".partial-" in p.name or ".old-" in p.name or p.name.startswith("wideml-fit-")]
+                      if ".wideml-partial-" in p.name or ".wideml-old-" in p.name or p.name.startswith("wideml-fit-")]
     return sorted(found)
 
 
@@ -113,7 +113,7 @@ def label_seen(log: Path, label: str):
 def chunk_files(folder: Path, name: str) -> int:
     """How many chunk files of X the hidden ``.NAME.partial-*`` folders beside ``folder/NAME`` hold."""
     count = 0
-    for aside in folder.glob(f".{name}.partial-*"):
+    for aside in folder.glob(f".{name}.wideml-partial-*"):
         chunks = aside / name / "X" / "c"
         if chunks.is_dir():
             count += sum(1 for p in chunks.rglob("*") if p.is_file())
@@ -122,7 +122,7 @@ def chunk_files(folder: Path, name: str) -> int:
 
 def partial_appears(folder: Path, name: str):
     """A predicate: the output's hidden ``.NAME.partial-*`` folder exists (its final write has begun)."""
-    return lambda: any(folder.glob(f".{name}.partial-*"))
+    return lambda: any(folder.glob(f".{name}.wideml-partial-*"))
 
 
 def resume_stores(folder: Path, seed: int, n: int = 60, p: int = 2000, width: int = 100):

@@ -134,8 +134,8 @@ def test_workdir_flag_and_config_key_are_honoured(tmp_path, adv_stores):
 
     wd = tmp_path / "wd"
     wd.mkdir()
-    dead = wd / "wideml-fit-dead0000"  # a work folder of a killed run, in the folder --workdir names
-    code = "import sys; from wideml.runtime.ownership import claim; claim(sys.argv[1])"
+    dead = wd / "wideml-fit-0000deadbeef"  # a work folder of a killed run, in the folder --workdir names
+    code = "import sys; from wideml.runtime.ownership import claim; claim(sys.argv[1], 'work')"
     subprocess.run([sys.executable, "-c", code, str(dead)], check=True)
     proc = run_cli("fit", "lol", adv_stores[0], "-o", tmp_path / "m", "--workdir", wd)
     assert proc.returncode == 0, proc.stderr
@@ -185,8 +185,9 @@ def sample_chunked(tmp_path_factory, wide_store):
 
 
 @needs_mounts
-def test_rechunk_needing_an_intermediate_copy_is_refused_when_both_do_not_fit(tmp_path, sample_chunked):
+def test_rechunk_needing_an_intermediate_copy_is_refused_when_both_do_not_fit(tmp_path, sample_chunked, monkeypatch):
     """8 MB of output + 8 MB of intermediate copy on a 12 MB disk: each alone fits, together they do not."""
+    monkeypatch.setenv("WIDEML_TEST_MEMORY_FLOOR", "1")  # test hook: a 4 MiB budget, below the 64 MiB users may set
     disk = tmp_path / "disk"
     disk.mkdir()
     proc = run_in_mount(disk, "size=12m", "rechunk", sample_chunked[0], disk / "r.zarr", "--memory-limit", "4MiB")

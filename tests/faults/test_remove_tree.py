@@ -15,12 +15,12 @@ from wideml.runtime.ownership import OWNER_FILE, claim, remove_tree
 
 
 def _owned_folder(tmp_path):
-    folder = tmp_path / ".out.partial-1234"
+    folder = tmp_path / ".out.wideml-partial-0123456789ab"
+    claim(folder, "partial")
     (folder / "X" / "c" / "0").mkdir(parents=True)
     for i in range(5):
         (folder / "X" / "c" / "0" / str(i)).write_bytes(b"x")
     (folder / "zarr.json").write_text("{}")
-    claim(folder)
     return folder
 
 

@@ -1,14 +1,17 @@
 """What every command does before its first pass: sweep leftovers of dead runs, check folders and free space.
 
-- **Sweep**: the hidden ``.NAME.partial-*`` / ``.NAME.old-*`` folders and the
-  ``NAME.wideml-work`` checkpoint folders beside a command's outputs, and the
-  ``wideml-fit-*`` folders in the work folder (``--workdir``, config
-  ``workdir``, else the system temporary directory), that are abandoned
-  (:func:`wideml.runtime.ownership.abandoned`: owner process gone, or no owner
-  and untouched for a while) are removed, and one line on stderr says what was
-  removed. Folders whose owner is alive, on another host or in another
-  container are kept. ``fit`` keeps its own ``<output>.wideml-work`` (it
-  resumes from it). ``wideml clean`` sweeps named folders on request.
+- **Sweep**: the hidden ``.NAME.wideml-partial-*`` / ``.NAME.wideml-old-*``
+  folders beside a command's outputs, and the ``wideml-fit-*`` folders in the
+  work folder (``--workdir``, config ``workdir``, else the system temporary
+  directory), that carry a wideml owner record whose process is gone
+  (:func:`wideml.runtime.ownership.abandoned`) are removed, and one line on
+  stderr says what was removed. Nothing without a wideml owner record is ever
+  removed, whatever its name; folders whose owner is alive, on another host or
+  in another container are kept, and so are checkpoint folders kept for a
+  rerun (``NAME.wideml-work``: ``wideml clean`` removes those).
+- **Inputs are not outputs**: an output that is, holds or lies inside one of
+  the command's inputs (the store, the model, the source, the labels, the
+  mask) is refused before anything is written.
 - **Pre-flight**: every output folder must accept a new file; ``fit`` and
   ``cv`` need a usable work folder; ``fit`` needs free space for the model's
   and the work folder's p-sized arrays (estimated from the store's metadata,
@@ -32,25 +35,18 @@ OUTPUT_ARGS = ("output", "out", "plot")
 WORKDIR_COMMANDS = ("fit", "cv")
 
 
-def leftover_patterns() -> tuple[str, ...]:
-    """Names of the folders a wideml run leaves beside its outputs if it dies: partial/old outputs and checkpoint folders."""
-    from wideml.storage.atomic import LEFTOVER_PATTERNS
-
-    return (*LEFTOVER_PATTERNS, "*" + CHECKPOINT_SUFFIX)
-
-
-#: Suffix of a fit's checkpoint folder beside its output (``<output>.wideml-work``).
-CHECKPOINT_SUFFIX = ".wideml-work"
+#: argparse destinations naming a command's inputs (``source`` may be ``file.h5:/dataset``).
+INPUT_ARGS = ("store", "model", "input", "source", "labels", "mask", "config")
 
 
 def _own_checkpoints(args: argparse.Namespace) -> list[str]:
     """The checkpoint folder ``fit`` resumes from (never swept by its own start)."""
+    from wideml.runtime.owned_names import checkpoint_folder
+
     output = getattr(args, "output", None)
     if getattr(args, "command", None) != "fit" or not isinstance(output, str):
         return []
-    from pathlib import Path
-
-    return [output + CHECKPOINT_SUFFIX, str(Path(output).resolve()) + CHECKPOINT_SUFFIX]
+    return [checkpoint_folder(output), checkpoint_folder(os.path.realpath(output))]
 
 
 def _outputs(args: argparse.Namespace) -> list[str]:
@@ -67,19 +63,65 @@ def sweep_leftovers(args: argparse.Namespace) -> list[str]:
         The paths removed.
     """
     from wideml.estimators._workdir import sweep_work_folders
+    from wideml.runtime.owned_names import is_aside_name
     from wideml.runtime.ownership import sweep
 
     if getattr(args, "command", None) == "clean":
         return []  # `wideml clean` sweeps, and reports, by itself
     removed = []
     for parent in dict.fromkeys(os.path.dirname(out) for out in _outputs(args)):
-        removed += sweep(parent, leftover_patterns(), keep=_own_checkpoints(args))
+        removed += sweep(parent, is_aside_name, keep=_own_checkpoints(args))
     removed += sweep_work_folders(None)
     removed = [str(p) for p in removed]
     if removed:
         print(f"wideml: removed {len(removed)} leftover{'' if len(removed) == 1 else 's'} of interrupted wideml runs "
               f"(owner process gone): {', '.join(removed)}", file=sys.stderr)
     return removed
+
+
+def _input_path(value: str) -> str | None:
+    """The file or folder an input argument names (``file.h5:/dataset`` -> ``file.h5``), resolved; None for URLs."""
+    if "://" in value:
+        return None
+    if not os.path.exists(value) and ":" in os.path.basename(value):
+        head = value[: value.rindex(":")]
+        value = head if os.path.exists(head) else value
+    return os.path.realpath(value)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def refuse_outputs_on_inputs(args: argparse.Namespace) -> None:
+    """Refuse an output that is, holds or lies inside an input of the same command (one sentence, exit 2).
+
+    ``fit lol s.zarr -o s.zarr --overwrite`` would replace the training store
+    by the model; ``maps m.model -o m.model/maps`` would put foreign files
+    inside a model. Paths are compared after resolving symlinks.
+    """
+    from wideml.exceptions import ConfigError
+
+    inputs = []
+    for dest in INPUT_ARGS:
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and value.strip() and value != "auto":
+            path = _input_path(value)
+            if path is not None:
+                inputs.append((dest, value, path))
+    for out in _outputs(args):
+        target = os.path.realpath(out)
+        for dest, value, path in inputs:
+            if target == path:
+                problem = "is"
+            elif _inside(target, path):
+                problem = "lies inside"
+            elif _inside(path, target):
+                problem = "holds"
+            else:
+                continue
+            raise ConfigError(f"the output {out} {problem} the input {value} (the {dest}); writing it would "
+                              "change or destroy that input: choose an output outside it.")
 
 
 def _workdir_folder() -> str:
@@ -118,6 +160,7 @@ def preflight(args: argparse.Namespace) -> None:
     """Refuse, in one sentence and before any pass, outputs that cannot be written or will not fit."""
     from wideml.runtime.preflight import require_free_space, require_writable
 
+    refuse_outputs_on_inputs(args)
     for out in _outputs(args):
         parent = os.path.dirname(out)
         if os.path.isdir(parent):

@@ -2,32 +2,47 @@
 
 Every command already sweeps the folders it writes into before it starts
 (:mod:`wideml.cli.before_run`); ``clean`` does the same on request, for any
-folder: the hidden ``.NAME.partial-*`` / ``.NAME.old-*`` outputs, the
-``NAME.wideml-work`` checkpoint folders (a rerun of an interrupted fit resumes
-from these: cleaning them means the rerun starts over) and the ``wideml-fit-*``
-work folders. A folder is removed only when it is abandoned
-(:func:`wideml.runtime.ownership.abandoned`): never while its owner runs.
+folder, and also removes checkpoint folders kept for a rerun (``NAME.wideml-work``,
+``wideml-cv-*``, ``wideml-resume-*``: cleaning them means the rerun starts
+over). It looks only at the names wideml gives its folders
+(:mod:`wideml.runtime.owned_names`) and removes only folders whose wideml owner
+record (:mod:`wideml.runtime.ownership`) shows a run that is over. A folder
+with such a name but no wideml record is listed and left alone: if it really
+is a leftover, ``wideml clean --remove PATH`` removes that one folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 
 from wideml.exceptions import ConfigError
+
+_KEPT_WHY = {
+    "running": "its run is still going",
+    "unknown": "its run is on another host or in another container: run `wideml clean` there",
+    "unrecorded": "no wideml owner record, so wideml cannot tell it made it; if it is a leftover, remove it with "
+                  "`wideml clean --remove {path}`",
+}
 
 
 def register(sub, common) -> None:
     p = sub.add_parser(
         "clean", parents=[common], help="remove leftovers of dead wideml runs (partial outputs, checkpoints, work folders)",
-        description="Remove the partial outputs, checkpoint folders (NAME.wideml-work) and work folders (wideml-fit-*) "
-                    "that wideml runs killed outright left in FOLDERs. Folders whose owner process still runs, or ran "
-                    "on another host or in another container, are kept and listed.",
+        description="Remove the partial outputs (.NAME.wideml-partial-*), checkpoint folders (NAME.wideml-work) and work "
+                    "folders (wideml-fit-*) that wideml runs killed outright left in FOLDERs. Only folders carrying a "
+                    "wideml owner record of a run that is over are removed; folders without one are listed and kept "
+                    "(remove one with --remove PATH); folders whose run still goes, or ran on another host or in another "
+                    "container, are kept and listed.",
     )
     p.add_argument("folders", nargs="*", metavar="FOLDER",
                    help="folders to clean (default: the current folder and the work folder: --workdir, config workdir "
                         "or the system temporary directory)")
     p.add_argument("--workdir", metavar="DIR", help="the work folder to clean as well (default from config workdir)")
+    p.add_argument("--remove", action="append", default=[], metavar="PATH",
+                   help="remove this leftover folder even without a wideml owner record (it must have a wideml leftover "
+                        "name and no running owner); may be repeated")
     p.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     p.set_defaults(handler=run_clean, needs_scheduler=False)
 
@@ -35,6 +50,8 @@ def register(sub, common) -> None:
 def _folders(args: argparse.Namespace) -> list[str]:
     from wideml.estimators._workdir import resolve_workdir
 
+    if args.remove and not args.folders and not args.workdir:
+        return []
     named = [os.path.abspath(os.path.expanduser(f)) for f in args.folders] or [os.getcwd()]
     if args.workdir or not args.folders:
         named.append(resolve_workdir(None))
@@ -44,37 +61,58 @@ def _folders(args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(os.path.realpath(f) for f in named))
 
 
-def _owner_phrase(path) -> str:
-    from wideml.runtime.ownership import read_owner
+def _explicit(paths: list[str]) -> list[str]:
+    """The folders named with ``--remove``, checked: each exists, has a wideml leftover name, and no live owner."""
+    from wideml.runtime.owned_names import is_owned_name
+    from wideml.runtime.ownership import verdict
 
-    record = read_owner(path)
-    if record is None:
-        return "unrecorded"
-    where = f"pid {record.get('pid')} on {record.get('host')}"
-    return where + (f", dask worker {record['worker']}" if record.get("worker") else "")
+    checked = []
+    for raw in paths:
+        path = os.path.abspath(os.path.expanduser(raw))
+        if os.path.islink(path) or not os.path.isdir(path):
+            raise ConfigError(f"--remove {raw}: not a folder; name a leftover folder listed by `wideml clean`.")
+        if not is_owned_name(os.path.basename(path)):
+            raise ConfigError(f"--remove {raw}: {os.path.basename(path)!r} is not a name wideml gives its leftovers "
+                              "(.NAME.wideml-partial-*, .NAME.wideml-old-*, wideml-fit-*, NAME.wideml-work); wideml "
+                              "removes nothing else.")
+        if verdict(path) in ("running", "unknown"):
+            raise ConfigError(f"--remove {raw}: a wideml run still owns it ({_KEPT_WHY[verdict(path)].format(path=path)}).")
+        checked.append(path)
+    return checked
 
 
 def run_clean(args: argparse.Namespace) -> int:
     """Sweep each folder; print one line per folder removed (or kept) and a summary; exit 0."""
-    from wideml.cli.before_run import leftover_patterns
-    from wideml.estimators._workdir import WORK_FOLDER_PREFIX
-    from wideml.runtime.ownership import abandoned, candidates, remove_abandoned
+    from wideml.runtime.ownership import candidates, describe_owner, remove_abandoned, remove_tree, verdict, wideml_record
 
-    patterns = (*leftover_patterns(), WORK_FOLDER_PREFIX + "*")
+    explicit = _explicit(args.remove)
     removed, kept = 0, 0
     verb = "would remove" if args.dry_run else "removed"
-    for folder in _folders(args):
-        for path in candidates(folder, patterns):
-            if not abandoned(path):
-                kept += 1
-                print(f"kept {path} (owner {_owner_phrase(path)}: running, or not checkable from this host)")
+    for path in explicit:
+        if not args.dry_run:
+            if wideml_record(path) is not None:
+                remove_tree(path)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+            if os.path.lexists(path):
+                print(f"could not remove {path}; check its permissions")
                 continue
-            phrase = _owner_phrase(path)
-            if not args.dry_run and not remove_abandoned(path):
+        removed += 1
+        print(f"{verb} {path} (named with --remove)")
+    for folder in _folders(args):
+        for path in candidates(folder):
+            state = verdict(path)
+            if state not in ("dead", "kept"):
+                kept += 1
+                print(f"kept {path} ({_KEPT_WHY[state].format(path=path)})")
+                continue
+            phrase = describe_owner(wideml_record(path))
+            if not args.dry_run and not remove_abandoned(path, kept_too=True):
                 print(f"could not remove {path}; check its permissions")
                 continue
             removed += 1
-            print(f"{verb} {path} (owner {phrase}: {'no longer running' if phrase != 'unrecorded' else 'never claimed, or released and untouched for a while'})")
-    print(f"{verb} {removed} leftover{'' if removed == 1 else 's'} of dead wideml runs"
-          + (f"; kept {kept} whose owner runs or cannot be checked" if kept else ""))
+            why = "kept for a rerun that will now start over" if state == "kept" else "its run is over"
+            print(f"{verb} {path} ({why}; {phrase})")
+    print(f"{verb} {removed} leftover{'' if removed == 1 else 's'} of wideml runs"
+          + (f"; kept {kept} (listed above)" if kept else ""))
     return 0

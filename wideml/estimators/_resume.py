@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -123,14 +122,11 @@ def model_group(session: Session, arrays: dict) -> str:
 
 def settle_group(owner: Any, group: str, workdir: Any) -> str:
     """Move a finished model group out of the work directory (removed on success) into a fresh folder of ``workdir``."""
-    from wideml.estimators._workdir import WORK_FOLDER_PREFIX, own_folder, resolve_workdir
+    from wideml.estimators._workdir import make_work_folder, own_folder, resolve_workdir
     from wideml.runtime import ownership
 
-    parent = resolve_workdir(workdir)
-    os.makedirs(parent, exist_ok=True)
-    folder = tempfile.mkdtemp(prefix=WORK_FOLDER_PREFIX, dir=parent)
+    folder = make_work_folder(resolve_workdir(workdir))
     ownership.register_scratch(folder)
-    ownership.claim(folder)
     dest = os.path.join(folder, "fitted.zarr")
     own_folder(owner, folder, dest)
     shutil.move(group, dest)

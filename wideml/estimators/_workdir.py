@@ -12,8 +12,7 @@ import numpy as np
 from wideml.exceptions import ConfigError
 
 
-#: Name prefix of the work folders :func:`new_model_group` makes (swept by the next run if their owner died).
-WORK_FOLDER_PREFIX = "wideml-fit-"
+from wideml.runtime.owned_names import WORK_FOLDER_PREFIX, is_work_folder_name, work_folder_name  # noqa: F401
 
 
 def array_specs(arrays: dict) -> list[tuple[str, tuple[int, ...], tuple[int, ...], np.dtype]]:
@@ -126,7 +125,26 @@ def sweep_work_folders(workdir: str | os.PathLike | None) -> list:
     """
     from wideml.runtime.ownership import sweep
 
-    return sweep(resolve_workdir(workdir), [WORK_FOLDER_PREFIX + "*"])
+    return sweep(resolve_workdir(workdir), is_work_folder_name)
+
+
+def make_work_folder(parent: str) -> str:
+    """Create a fresh ``wideml-fit-TOKEN`` folder in ``parent`` (never an existing one), with this process's owner record."""
+    from wideml.runtime.ownership import create_claimed
+
+    os.makedirs(parent, exist_ok=True)
+    for _ in range(10):
+        folder = os.path.join(parent, work_folder_name())
+        try:
+            create_claimed(folder, "work", 0o700)
+            return folder
+        except FileExistsError:
+            continue
+        except OSError:
+            if os.path.isdir(folder) and not os.listdir(folder):
+                os.rmdir(folder)  # made a moment ago by this call, its record could not be written
+            raise
+    raise FileExistsError(f"no free work folder name in {parent}")  # pragma: no cover - ten random 48-bit tokens taken
 
 
 def resolve_workdir(workdir: str | os.PathLike | None) -> str:
@@ -185,19 +203,17 @@ def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict) -> s
         Absolute path of the zarr group.
     """
     from wideml.runtime.cluster_check import require_directory
-    from wideml.runtime.ownership import claim, register_scratch
+    from wideml.runtime.ownership import register_scratch
     from wideml.runtime.preflight import require_free_space
 
     parent = resolve_workdir(workdir)
     try:
-        os.makedirs(parent, exist_ok=True)
-        folder = tempfile.mkdtemp(prefix=WORK_FOLDER_PREFIX, dir=parent)
+        folder = make_work_folder(parent)
     except OSError as exc:
         raise ConfigError(f"cannot create a work folder in workdir {parent} ({exc.strerror or exc}); "
                           "pass a writable workdir= (CLI --workdir).") from None
     try:
         register_scratch(folder)
-        claim(folder)
         require_free_space([(folder, work_bytes(arrays), "the work folder (workdir=, CLI --workdir)")])
         require_directory(folder, "the work directory (workdir=)")
     except OSError as exc:

@@ -335,10 +335,11 @@ def resumable(folder: str, resume: bool = True) -> Iterator[Session | None]:
         yield None
         return
     session = Session(folder, resume, interval)
-    os.makedirs(session.folder, exist_ok=True)
     ownership = _ownership()
-    if ownership is not None:
-        ownership.claim(session.folder)
+    if ownership is not None:  # refuses a folder that is not wideml's, or that another running wideml run holds
+        ownership.claim(session.folder, "checkpoint")
+    else:
+        os.makedirs(session.folder, exist_ok=True)
     token = _ACTIVE.set(session)
     keep = False
     try:

@@ -1,26 +1,35 @@
-"""Owner files: which process made a folder, so leftovers of dead runs can be removed safely.
+"""Owner records: which wideml run made a folder, so that wideml removes only what it can prove it made.
 
-Every folder a wideml run writes aside (a ``.NAME.partial-*`` output, a
-``wideml-fit-*`` work folder, a ``NAME.wideml-work`` checkpoint folder) holds an
-owner file, ``.wideml-owner.json``, naming the host, the boot, the process id
-namespace, the process id, the process's start time and its command line; a
-folder claimed inside a dask.distributed task also names the worker and the
-scheduler. The rule a later run applies (:func:`owner_alive`, :func:`abandoned`):
+Every folder a wideml run writes aside (see :mod:`wideml.runtime.owned_names`
+for the names: ``.NAME.wideml-partial-*`` outputs, ``.NAME.wideml-old-*``
+replaced outputs, ``wideml-fit-*`` work folders, ``NAME.wideml-work``
+checkpoint folders) holds an owner record, ``.wideml-owner.json``. The record
+carries a wideml marker (:data:`OWNER_MARKER`), the run id of the process,
+the folder's own name, what the folder is for, and who runs it: host, boot,
+process id namespace, process id, the process's start time and its command
+line (inside a dask.distributed task also the worker and the scheduler).
 
-- **owner gone** (the leftover is removed): same host and same process id
-  namespace, and no process with that id and start time runs; or the host has
-  rebooted since (another boot id). A worker-owned folder follows the same
-  rule: its owner is the worker process, and when that worker dies dask reruns
-  the task elsewhere, in a new folder (nested passes run inside the task,
-  :mod:`wideml.runtime.nested`), so nothing writes into the old one any more.
-- **owner alive or unknown** (kept): the process runs; or it ran on another
-  host (a shared filesystem: run ``wideml clean`` there), or in another process
-  id namespace (a container), where its pid cannot be looked up from here.
-- **no owner file**: a run claims a folder right after making it and releases
-  it only when it is done with it (a checkpoint folder kept for a rerun after
-  an interrupt). An empty folder (killed before its claim), or one holding
-  only a dead process's half-written owner file, is abandoned at once; any
-  other counts as abandoned once untouched for :data:`UNOWNED_GRACE` seconds.
+**The rule** (:func:`verdict`):
+
+- no record, a record of another program, a record without the marker or run
+  id, or a record written for another name (a copy of a wideml folder):
+  ``"unrecorded"``. Never removed automatically, whatever the folder's name;
+  ``wideml clean`` lists it and removes it only when named explicitly.
+- the owner runs (same host, same pid namespace, a process with that id and
+  that start time): ``"running"``, kept.
+- the owner cannot be checked from here (another host: a shared filesystem;
+  another pid namespace: a container): ``"unknown"``, kept.
+- the owner is gone (no such process, or the pid was reused, or the host
+  rebooted since): ``"dead"``, removed by the next wideml run that writes
+  beside it, and by ``wideml clean``.
+- a checkpoint folder its run kept for a rerun after an interrupt
+  (:func:`release`): ``"kept"``. A rerun of the same command resumes from it;
+  ``wideml clean`` removes it; no other command touches it.
+
+Writing into a folder that already exists (a checkpoint folder, say) is
+refused unless it carries a record of this process or of a run that is over
+(:func:`claim`): wideml never adopts a user's folder that happens to have one
+of its names, and a second run into the same output is told which run holds it.
 
 This module also keeps, per process, the folders that must not outlive an
 interrupted run (:func:`register_scratch`): the interrupt handler removes them
@@ -29,7 +38,6 @@ after the running tasks have stopped writing.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import shutil
@@ -37,17 +45,28 @@ import socket
 import sys
 import threading
 import time
+import uuid
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Iterable
+
+from wideml.exceptions import StoreError
+from wideml.runtime.owned_names import is_owned_name
 
 OWNER_FILE = ".wideml-owner.json"
 
-#: Seconds a leftover without an owner file must have been untouched before a sweep removes it.
-UNOWNED_GRACE = 10.0
+#: Marks an owner record as wideml's (a version number follows the slash).
+OWNER_MARKER = "wideml-owner-record/2"
+
+#: This process's run id, written into every record it makes.
+RUN_ID = uuid.uuid4().hex
 
 #: Folders of this process to remove if the run is interrupted (outputs written aside, work folders).
 _SCRATCH: set[str] = set()
 _LOCK = threading.Lock()
+
+
+class ForeignFolderError(StoreError):
+    """A folder wideml was about to write into is not wideml's, or another wideml run holds it."""
 
 
 def _start_time(pid: int) -> float | None:
@@ -93,50 +112,141 @@ def _dask_worker() -> dict:
         return {}
 
 
-def owner_record() -> dict:
-    """The owner record of this process.
+def owner_record(name: str = "", kind: str = "folder", state: str = "running") -> dict:
+    """The owner record this process writes into a folder called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The folder's own name (last path component): a record only vouches
+        for the folder it was written for.
+    kind : str
+        What the folder is for: ``"partial"``, ``"old"``, ``"work"``, ``"checkpoint"``...
+    state : {"running", "kept"}
+        In use by this process, or kept for a rerun (:func:`release`).
 
     Returns
     -------
     dict
+        ``wideml`` (the marker), ``run_id``, ``name``, ``kind``, ``state``,
         ``host``, ``boot_id``, ``pid_ns``, ``pid``, ``start_time``, ``argv``,
         ``time``, and inside a dask.distributed task ``worker`` and ``scheduler``.
     """
-    return {"host": socket.gethostname(), "boot_id": _boot_id(), "pid_ns": _pid_namespace(), "pid": os.getpid(),
+    return {"wideml": OWNER_MARKER, "run_id": RUN_ID, "name": name, "kind": kind, "state": state,
+            "host": socket.gethostname(), "boot_id": _boot_id(), "pid_ns": _pid_namespace(), "pid": os.getpid(),
             "start_time": _start_time(os.getpid()), "argv": list(sys.argv), "time": time.time(), **_dask_worker()}
 
 
-def claim(folder: str | os.PathLike) -> None:
-    """Write the owner file of this process into ``folder`` (created if missing).
+def _write_record(folder: Path, record: dict) -> None:
+    tmp = folder / f"{OWNER_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, folder / OWNER_FILE)
+
+
+def _has_content(folder: Path) -> bool:
+    """Whether ``folder`` exists and holds anything but half-written owner files."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(not (name.startswith(OWNER_FILE + ".") and name.endswith(".tmp")) for name in names)
+
+
+def claim(folder: str | os.PathLike, kind: str = "folder", *, made_here: bool = False) -> None:
+    """Write this process's owner record into ``folder`` (created if missing).
 
     Parameters
     ----------
     folder : path-like
         A directory this process is about to fill.
+    kind : str
+        What it is for (recorded).
+    made_here : bool, default False
+        This process has just made ``folder`` and its content itself (e.g. an
+        intermediate store moved into place), so it is claimed as it is.
+
+    Raises
+    ------
+    ForeignFolderError
+        ``folder`` already holds something and no record shows it is this
+        process's or a finished wideml run's (a user's folder that happens to
+        have a wideml name; a folder another running wideml run writes into).
     """
     folder = Path(folder)
+    if not made_here and _has_content(folder):
+        state = verdict(folder)
+        record = wideml_record(folder)
+        if state == "running" and not _is_this_process(record):
+            raise ForeignFolderError(f"{folder} is in use by another wideml run ({describe_owner(record)}); "
+                                     "wait for it to finish or choose another output.")
+        if state == "unknown":
+            raise ForeignFolderError(f"{folder} belongs to a wideml run that cannot be checked from here "
+                                     f"({describe_owner(record)}); if that run is over, remove the folder with "
+                                     f"`wideml clean --remove {folder}`, or choose another output.")
+        if state == "unrecorded":
+            raise ForeignFolderError(f"{folder} already exists and was not made by wideml (it holds no wideml owner "
+                                     "record), so wideml will not write into it; move it away or choose another output.")
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f"{OWNER_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(owner_record()))
-    os.replace(tmp, folder / OWNER_FILE)
+    _write_record(folder, owner_record(folder.name, kind))
+
+
+def create_claimed(folder: str | os.PathLike, kind: str, mode: int = 0o777) -> None:
+    """Make the new folder ``folder`` and write this process's owner record into it at once.
+
+    The record is built before the folder exists, so a process killed between
+    the two steps leaves at most an empty folder (which no wideml run removes:
+    it proves nothing). Raises FileExistsError if ``folder`` exists: an
+    existing folder is never taken over.
+    """
+    folder = Path(folder)
+    record = owner_record(folder.name, kind)
+    folder.mkdir(mode)
+    _write_record(folder, record)
 
 
 def release(folder: str | os.PathLike) -> None:
-    """Remove the owner file from ``folder`` (the folder itself stays); no error if it is gone."""
-    try:
-        (Path(folder) / OWNER_FILE).unlink()
-    except FileNotFoundError:
-        pass
+    """Mark ``folder`` as kept for a rerun: its record stays (state ``"kept"``), so it is still provably wideml's.
+
+    No error if the folder or its record is gone.
+    """
+    folder = Path(folder)
+    record = wideml_record(folder)
+    if record is not None:
+        try:
+            _write_record(folder, dict(record, state="kept", time=time.time()))
+        except OSError:
+            pass
     unregister_scratch(folder)
 
 
 def read_owner(folder: str | os.PathLike) -> dict | None:
-    """The owner record of ``folder``, or None if it has none (or it is unreadable)."""
+    """The owner file of ``folder`` as written (any program's), or None if it has none or it is unreadable."""
     try:
         record = json.loads((Path(folder) / OWNER_FILE).read_text())
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
+
+
+def wideml_record(folder: str | os.PathLike) -> dict | None:
+    """The owner record of ``folder`` if it is a wideml record written for this very folder, else None.
+
+    A record counts only with the wideml marker, a run id, and the folder's
+    own name: another program's ``.wideml-owner.json``, an older or forged
+    record, or a record copied along with a folder under another name is none.
+    """
+    folder = Path(folder)
+    record = read_owner(folder)
+    if record is None or record.get("wideml") != OWNER_MARKER:
+        return None
+    run_id, name = record.get("run_id"), record.get("name")
+    if not (isinstance(run_id, str) and len(run_id) == 32 and all(c in "0123456789abcdef" for c in run_id)):
+        return None
+    return record if name == folder.name else None
+
+
+def _is_this_process(record: dict | None) -> bool:
+    return record is not None and record.get("run_id") == RUN_ID and record.get("pid") == os.getpid()
 
 
 def owner_alive(folder: str | os.PathLike) -> bool | None:
@@ -147,9 +257,10 @@ def owner_alive(folder: str | os.PathLike) -> bool | None:
     bool or None
         True if a process with the recorded id runs on this host and started
         at the recorded time (a reused pid is not the owner); False if it is
-        gone; None if unknown: no owner file, or the owner is on another host.
+        gone; None if unknown: no wideml record, or the owner is on another
+        host or in another pid namespace.
     """
-    record = read_owner(folder)
+    record = wideml_record(folder)
     if record is None or record.get("host") != socket.gethostname():
         return None
     boot = _boot_id()
@@ -170,100 +281,85 @@ def owner_alive(folder: str | os.PathLike) -> bool | None:
     return abs(now - float(started)) < 0.5
 
 
-def _idle_seconds(folder: Path) -> float:
-    """Seconds since ``folder`` (its own entry list) last changed."""
-    try:
-        return time.time() - folder.stat().st_mtime
-    except OSError:
-        return 0.0
+def verdict(folder: str | os.PathLike) -> str:
+    """What may be done with ``folder``: ``"unrecorded"``, ``"running"``, ``"unknown"``, ``"dead"`` or ``"kept"``.
+
+    See the module's docstring for the rule.
+    """
+    record = wideml_record(folder)
+    if record is None:
+        return "unrecorded"
+    alive = owner_alive(folder)
+    if alive is True:
+        return "running"
+    if alive is None:
+        return "unknown"
+    return "kept" if record.get("state") == "kept" else "dead"
 
 
-def _claim_in_progress(folder: Path) -> bool | None:
-    """For a folder without an owner file: None if it holds anything but half-written owner files, else whether
-    a process writing one (the pid in its name) still runs."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return None
-    prefix = OWNER_FILE + "."
-    if not all(name.startswith(prefix) and name.endswith(".tmp") for name in names):
-        return None
-    pids = [name[len(prefix):-len(".tmp")] for name in names]
-    return any(pid.isdigit() and _start_time(int(pid)) is not None for pid in pids)
+def describe_owner(record: dict | None) -> str:
+    """A short phrase naming the run of ``record``: pid, host, start and command line."""
+    if record is None:
+        return "no wideml owner record"
+    started = record.get("start_time") or record.get("time")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(started))) if isinstance(started, (int, float)) else "?"
+    argv = record.get("argv")
+    command = " ".join(map(str, argv))[:120] if isinstance(argv, list) and argv else "?"
+    worker = f", dask worker {record['worker']}" if record.get("worker") else ""
+    return f"pid {record.get('pid')} on {record.get('host')}{worker}, started {when}: {command}"
 
 
 def abandoned(folder: str | os.PathLike) -> bool:
-    """Whether ``folder`` may be removed.
+    """Whether a wideml run writing beside ``folder`` may remove it: a wideml record whose owner is gone."""
+    return verdict(folder) == "dead"
 
-    True when its owner is gone; or, without an owner file, when it is empty
-    (a run killed between making and claiming it; a live run's :func:`claim`
-    makes it again if it is removed under it) or holds only a dead process's
-    half-written owner file, or was untouched for :data:`UNOWNED_GRACE` s.
+
+def remove_abandoned(folder: str | os.PathLike, *, kept_too: bool = False) -> bool:
+    """Remove ``folder`` if it is :func:`abandoned` (or, with ``kept_too``, a kept checkpoint folder).
+
+    The verdict is taken again right before the removal; returns whether the folder is gone.
     """
     folder = Path(folder)
-    alive = owner_alive(folder)
-    if alive is False:
-        return True
-    if alive is True or (folder / OWNER_FILE).exists():
+    allowed = ("dead", "kept") if kept_too else ("dead",)
+    if verdict(folder) not in allowed:
         return False
-    claiming = _claim_in_progress(folder)
-    if claiming is not None:
-        return not claiming
-    return _idle_seconds(folder) > UNOWNED_GRACE
+    remove_tree(folder)
+    return not os.path.lexists(folder)
 
 
-def remove_abandoned(folder: str | os.PathLike) -> bool:
-    """Remove ``folder`` if it is :func:`abandoned`; returns whether it is gone.
-
-    An empty folder is removed with ``rmdir``, which fails if its run claims
-    it meanwhile; anything else is checked again right before it is removed.
-    """
-    folder = Path(folder)
-    if not abandoned(folder):
-        return False
-    try:
-        os.rmdir(folder)
-        return True
-    except OSError:
-        pass
-    if not abandoned(folder):
-        return False
-    shutil.rmtree(folder, ignore_errors=True)
-    return not folder.exists()
-
-
-def candidates(parent: str | os.PathLike, patterns: Iterable[str]) -> list[Path]:
-    """The folders directly in ``parent`` whose names match ``patterns`` (symlinks and files excluded)."""
+def candidates(parent: str | os.PathLike, match: Callable[[str], bool] = is_owned_name) -> list[Path]:
+    """The folders directly in ``parent`` whose names ``match`` (symlinks and files excluded), sorted."""
     parent = Path(parent)
-    patterns = tuple(patterns)
     try:
         names = sorted(os.listdir(parent))
     except OSError:
         return []
-    paths = (parent / name for name in names if any(fnmatch.fnmatchcase(name, pat) for pat in patterns))
+    paths = (parent / name for name in names if match(name))
     return [path for path in paths if not path.is_symlink() and path.is_dir()]
 
 
-def sweep(parent: str | os.PathLike, patterns: Iterable[str], keep: Iterable[str | os.PathLike] = ()) -> list[Path]:
-    """Remove the entries of ``parent`` matching ``patterns`` that are :func:`abandoned`.
+def sweep(parent: str | os.PathLike, match: Callable[[str], bool] = is_owned_name,
+          keep: Iterable[str | os.PathLike] = ()) -> list[Path]:
+    """Remove the folders of ``parent`` that wideml made and whose owner is gone (:func:`abandoned`).
 
     Parameters
     ----------
     parent : path-like
         The folder to look in (not recursive); a missing folder is empty.
-    patterns : iterable of str
-        Shell patterns of names, e.g. ``".*.partial-*"`` or ``"wideml-fit-*"``.
+    match : callable, optional
+        Which names to look at (default: every name wideml gives its folders).
     keep : iterable of path-like, optional
         Entries never to remove (e.g. the checkpoint folder the running command resumes from).
 
     Returns
     -------
     list of Path
-        What was removed. Entries whose owner is alive or unknown are kept.
+        What was removed. Folders without a wideml record, folders whose owner
+        runs or cannot be checked, and kept checkpoint folders stay.
     """
     kept = {os.path.abspath(k) for k in keep}
     removed = []
-    for path in candidates(parent, patterns):
+    for path in candidates(parent, match):
         if os.path.abspath(path) not in kept and remove_abandoned(path):
             removed.append(path)
     return removed

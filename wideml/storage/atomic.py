@@ -1,27 +1,28 @@
 """Write-aside-then-rename, so an interrupted write never leaves a half-written output.
 
-An output ``DIR/NAME`` is written as ``DIR/.NAME.partial-XXXXXXXX/NAME``: the
-hidden ``.partial-*`` folder carries an owner file
+An output ``DIR/NAME`` is written as ``DIR/.NAME.wideml-partial-TOKEN/NAME``:
+the hidden folder carries a wideml owner record
 (:mod:`wideml.runtime.ownership`), so if the process is killed outright the
 next wideml run writing into ``DIR`` removes it; SIGINT, SIGTERM or an error
 remove it at once, after the tasks still running have stopped writing
 (:func:`wideml.runtime.quiesce.wait_for_running_tasks`). An output being
-replaced is moved into an owned ``.NAME.old-*`` folder first, then removed.
+replaced is moved into an owned ``.NAME.wideml-old-TOKEN`` folder first, then
+removed. Names: :mod:`wideml.runtime.owned_names`.
+
+Two runs writing the same output at once: the second is refused before it
+writes anything, naming the run that holds the output; and an output that
+appears while a run writes (without ``overwrite``) is never replaced.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from wideml.exceptions import StoreError
-
-#: Names of the hidden folders beside an output that a run owns while it writes.
-LEFTOVER_PATTERNS = (".*.partial-*", ".*.old-*")
+from wideml.runtime.owned_names import aside_name, is_aside_name
 
 
 def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
@@ -46,23 +47,41 @@ def remove_path(path: Path) -> None:
 
 
 def is_scratch_name(name: str) -> bool:
-    """Whether ``name`` is one of the hidden write-aside names (``.X.partial-*``, ``.X.old-*``)."""
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in LEFTOVER_PATTERNS)
+    """Whether ``name`` is one of the hidden write-aside names (``.X.wideml-partial-*``, ``.X.wideml-old-*``)."""
+    return is_aside_name(name)
 
 
 def _owned_folder(parent: Path, name: str, kind: str) -> Path:
-    """Create ``parent/.name.kind-XXXXXXXX`` with this process's owner file; removed if the run is interrupted."""
-    from wideml.runtime.ownership import claim, register_scratch
+    """Create ``parent/.name.wideml-KIND-TOKEN`` with this process's owner record; removed if the run is interrupted."""
+    from wideml.runtime.ownership import create_claimed, register_scratch
 
-    folder = parent / f".{name}.{kind}-{uuid.uuid4().hex[:8]}"
-    try:
-        folder.mkdir()
-        register_scratch(folder)
-        claim(folder)
-    except OSError as exc:
-        remove_path(folder)
-        raise StoreError(f"cannot write in the output folder {parent} ({exc.strerror or exc}); choose a writable folder.") from None
+    for _ in range(10):
+        folder = parent / aside_name(name, kind)
+        try:
+            create_claimed(folder, kind)  # never an existing folder: that one is not ours
+            break
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            if os.path.isdir(folder) and not os.listdir(folder):
+                os.rmdir(folder)  # made by this call a moment ago, the record could not be written
+            raise StoreError(f"cannot write in the output folder {parent} ({exc.strerror or exc}); choose a writable folder.") from None
+    else:  # pragma: no cover - ten random 48-bit tokens all taken
+        raise StoreError(f"cannot find a free temporary name in {parent}; remove old hidden .*.wideml-* folders there with `wideml clean`.")
+    register_scratch(folder)
     return folder
+
+
+def _require_no_other_writer(path: Path) -> None:
+    """Refuse when another running wideml process is writing the output ``path`` (its ``.NAME.wideml-partial-*`` folder)."""
+    from wideml.runtime.ownership import RUN_ID, candidates, describe_owner, verdict, wideml_record
+
+    prefix = aside_name(path.name, "partial").rsplit("-", 1)[0] + "-"  # ".NAME.wideml-partial-"
+    for folder in candidates(path.parent, lambda n: n.startswith(prefix) and is_aside_name(n)):
+        record = wideml_record(folder)
+        if record is not None and record.get("run_id") != RUN_ID and verdict(folder) in ("running", "unknown"):
+            raise StoreError(f"output {str(path)!r} is being written by another wideml run ({describe_owner(record)}); "
+                             "wait for it to finish or choose another output.")
 
 
 def _drop(folder: Path) -> None:
@@ -108,6 +127,7 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
     if needed_bytes:  # an intermediate store (rechunk's first stage) is checked too, before its pass
         what = "an intermediate copy of the output" if is_scratch_name(path.name) else f"the output {path.name}"
         require_free_space([(path.parent, needed_bytes, what)])
+    _require_no_other_writer(path)
     aside = _owned_folder(path.parent, path.name, "partial")
     tmp = aside / path.name
     try:
@@ -121,6 +141,9 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
             raise disk_full_error(path.parent, needed_bytes) from None
         raise
     try:
+        if os.path.lexists(path) and not overwrite:
+            raise StoreError(f"output {str(path)!r} appeared while this run was writing it (another program or run made it); "
+                             "nothing was replaced: pass --overwrite (overwrite=True) to replace it, or choose another output.")
         if os.path.lexists(path):
             old = _owned_folder(path.parent, path.name, "old")
             os.replace(path, old / path.name)
@@ -135,4 +158,4 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
         from wideml.runtime.ownership import claim, register_scratch
 
         register_scratch(path)
-        claim(path)
+        claim(path, "partial", made_here=True)

@@ -167,8 +167,10 @@ def choose_feature_chunk(n: int, p: int, itemsize: int, rows: int, budget: int, 
 
 def temp_sibling(out: str | os.PathLike, tag: str) -> Path:
     """A hidden temporary store path beside ``out`` (removed by the caller)."""
+    from wideml.runtime.owned_names import aside_name
+
     out = Path(out)
-    return out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}-{tag}")
+    return out.with_name(aside_name(out.name, "partial", tag))
 
 
 def copy_to_store(
