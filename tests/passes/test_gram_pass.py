@@ -115,8 +115,9 @@ def test_emit_and_project_match_numpy(chunks):
     np.testing.assert_allclose(Z, X @ A, rtol=1e-10)
 
 
-def test_tiny_memory_budget_gives_the_same_gram():
+def test_tiny_memory_budget_gives_the_same_gram(monkeypatch):
     """A budget small enough to force 3-feature sub-stripes inside each chunk changes nothing."""
+    monkeypatch.setenv("WIDEML_TEST_MEMORY_FLOOR", "1")  # test hook: a budget far below what users may set
     X, codes = _data()
     ref = dask.compute(gram_pass(da.from_array(X, chunks=(60, 100)), codes, 3, median_subsets=[np.arange(60)]), scheduler="sync")[0]
     with dask.config.set({"wideml.memory-limit": 60 * 8 * 5 * 4 * 3}):

@@ -12,9 +12,11 @@ from sklearn.utils.validation import check_is_fitted
 from wideml.algebra.lol import Projection, _check_components
 from wideml.estimators._fitted import UNSET, FittedState, array, p_array, read_lazy, state
 from wideml.estimators._input import FitInput, fit_input, predict_input
-from wideml.estimators._params import NON_NEGATIVE_INT, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Options, PathLike
+from wideml.estimators._params import (NON_NEGATIVE_INT, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options,
+                                       PathLike)
 from wideml.estimators import _resume
-from wideml.estimators._passes import FitPasses, algebra_threads, one_blas_thread
+from wideml.estimators._passes import FitPasses, algebra_threads
+from wideml.estimators._randomized_fit import RandomizedFit
 from wideml.estimators._small_algebra import inverse_cholesky as _inverse_cholesky
 from wideml.estimators._solver import folds_loadings
 from wideml.estimators._workdir import work_array
@@ -28,7 +30,7 @@ from wideml.storage.labels import classes_from_model
 SOLVERS = ("auto", "gram", "randomized")
 
 
-class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
+class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin, BaseEstimator):
     """Base class: one Gram pass, n x n algebra, one emit pass.
 
     Subclasses implement :meth:`_projection` (pure algebra on the Gram) and
@@ -36,9 +38,10 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
     """
 
     #: Passes over X made by ``fit`` with the Gram solver (Gram/statistics pass + emit pass);
-    #: the randomized solver makes n_power_iter + 2 on a store (sketch, power steps, final; the
-    #: loadings are assembled from the model group) and n_power_iter + 3 on in-memory input or
-    #: when Z would outweigh a quarter of X (see :func:`folds_loadings`).
+    #: the randomized solver makes q + 2 on a store (sketch, q power steps, final; the
+    #: loadings are assembled from the model group) and q + 3 on in-memory input or
+    #: when Z would outweigh a quarter of X (see :func:`folds_loadings`), q being the power
+    #: steps it took to converge (``n_power_iter_``, between n_power_iter and max_power_iter).
     n_fit_passes = 2
 
     def _uses_medians(self) -> bool:
@@ -55,8 +58,15 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
         "workdir": [PathLike(), NONE],
         "n_oversamples": [NON_NEGATIVE_INT],
         "n_power_iter": [NON_NEGATIVE_INT],
+        "max_power_iter": [NON_NEGATIVE_INT],
+        "tol": [Interval(0, None, closed="neither")],
         "random_state": [SEED, NONE],
     }
+
+    def _check_parameter_combinations(self) -> None:
+        if self.max_power_iter < self.n_power_iter:
+            raise WidemlError(f"{type(self).__name__} parameters n_power_iter={self.n_power_iter} and max_power_iter={self.max_power_iter} "
+                              "do not go together; max_power_iter caps the power iterations, so make it at least n_power_iter.")
 
     def _component_bound(self, n: int, n_classes: int, p: int) -> int:
         """Most components the data allow (LOL/QOQ: K-1 centroid differences + min(n - K, p) directions)."""
@@ -94,10 +104,11 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
         With the Gram solver, makes **two passes** over X: the
         Gram/class-statistics pass, then the emit pass that writes the p x d
         loadings chunk by chunk. With the randomized solver, makes
-        **n_power_iter + 2 passes** over a store (n_power_iter + 3 over
-        in-memory input, or when n is so small that the p x l matrix Z would
-        outweigh a quarter of X: :func:`folds_loadings`). ``n_fit_passes_``
-        records the count.
+        **q + 2 passes** over a store (q + 3 over in-memory input, or when n
+        is so small that the p x l matrix Z would outweigh a quarter of X:
+        :func:`folds_loadings`), q the power iterations it took to converge
+        to ``tol`` (at least n_power_iter, at most max_power_iter; recorded
+        in ``n_power_iter_``). ``n_fit_passes_`` records the count.
         """
         self._validate_parameters()
         data = fit_input(X, y, require_labels=self._target_required())
@@ -114,6 +125,7 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
         group = None
         solver, reason = self._choose_solver(data, d)
         fold = solver == "randomized" and not data.in_memory and folds_loadings(n, d, self.n_oversamples, data.X.dtype.itemsize)
+        self._folding = fold
         total = self._n_passes(solver, not fold)
         # the fit's runner: a resumable fit's session (inside wideml.runtime.checkpoint.resumable), else none
         self._passes = FitPasses(self, total, _resume.begin(self, data), data)
@@ -128,6 +140,7 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
                 components, embedding, shift, eigenvalues, kinds = self._fit_with_emit(data, d, median, group, solver, total)
         finally:
             passes = self.__dict__.pop("_passes")
+            self.__dict__.pop("_folding", None)
         group = self.__dict__.pop("_settled_group", group)
         self.classes_ = data.classes
         self.train_codes_ = data.codes
@@ -138,7 +151,11 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
         self.eigenvalues_ = eigenvalues
         self.component_kinds_ = list(kinds)
         self.solver_ = solver
-        self.solver_reason_ = reason
+        self.solver_reason_ = reason + self.__dict__.pop("_iteration_note", "")
+        if solver == "randomized":
+            self.n_power_iter_, self.subspace_angle_ = self.__dict__.pop("_iteration")
+        else:
+            self.n_power_iter_ = self.subspace_angle_ = None
         passes.record()  # n_fit_passes_: the passes run, which must be all ``total`` of them
         self.precision_ = self._resolved_precision(data.X.dtype)
         self.provenance_ = dict(data.source)
@@ -191,85 +208,23 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
             return components @ Rinv, embedding @ Rinv, shift @ Rinv
         return components, embedding, shift
 
-    def _sketch_passes(self, data: FitInput, d: int, median: bool, group, fold: bool):
-        """The randomized solver's n_power_iter + 2 passes over X.
-
-        Returns (Q, last pass's result, centroid Gram, further sums of the
-        sketch pass). With ``fold`` the sketch pass also accumulates the
-        centroid embedding and the last pass writes Z = M^T Q into ``group``
-        (see :func:`wideml.passes.sketch.sketch_pass`).
-        """
-        from wideml.algebra.randomized import orthonormal_basis
-        from wideml.passes.sketch import sketch_pass
-
-        if not self._supports_randomized():
-            raise WidemlError(f"{self._method_name()} needs solver='gram' (its per-class directions come from the Gram).")
-        n, K = data.n_samples, data.n_classes
-        width = min(n, d - self._n_delta_columns(K, d) + self.n_oversamples)
-        kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
-        ck = self._passes.checkpoint("sketch", seed=kw["seed"], fold=fold)
-        first = self._passes.run(ck, lambda ck: sketch_pass(data.X, data.codes, K, medians=median, out_group=group,
-                                                            embed_first=self._first_moment() if fold else None, checkpoint=ck, **kw),
-                                 "sketch and class statistics")
-        Y, cg_means, cg_meds, sums = first
-        for i in range(self.n_power_iter + 1):
-            with one_blas_thread():  # n x l algebra
-                Q = orthonormal_basis(Y)
-            last = i == self.n_power_iter
-            ck = self._passes.checkpoint("power", seed=kw["seed"], final=fold and last, Q=_resume.digest(Q))
-            step = self._passes.run(ck, lambda ck: sketch_pass(data.X, data.codes, K, Q=Q, final=fold and last,
-                                                               out_group=group if fold and last else None, checkpoint=ck, **kw),
-                                    "Rayleigh-Ritz" if last else "power iteration")
-            Y = step[0]
-        return Q, step, cg_meds if median else cg_means, sums
-
-    def _fit_randomized_store(self, data: FitInput, d: int, median: bool, group: str):
-        """Randomized solver on a store: n_power_iter + 2 passes over X, loadings assembled from the model group.
-
-        The final pass writes Z = M^T Q (p x l) into the model group; the
-        loadings [C^T E, Z W / sqrt(values)] then need only p-sized arrays, so
-        no emit pass over X is made. The training embedding (X - 1 m^T) A comes
-        from the sketch pass (centroid part) and the final pass (eigen part).
-        """
-        import os
-        import shutil
-
-        from wideml.algebra.randomized import randomized_coefficients
-        from wideml.passes.loadings import assemble_loadings
-        from wideml.passes.sketch import SKETCH_BASIS
-
-        basis_dir = os.path.join(group, SKETCH_BASIS)
-        os.makedirs(basis_dir, exist_ok=True)
-        done = False
-        try:
-            _, step, centroid_gram, sums = self._sketch_passes(data, d, median, group, fold=True)
-            XZ, T = step[0], step[3]["ZtZ"]
-            with one_blas_thread():  # l x l algebra
-                E, Ws, kinds, vals = randomized_coefficients(data.codes, data.n_classes, d, T, first_moment=self._first_moment(),
-                                                             centroid_gram=centroid_gram)
-            _resume.ensure_array(group, LOADINGS, (data.n_features, d), (data.X.chunks[1][0], d))
-            ((shift, AtA),) = compute(assemble_loadings(group, data.X.chunks[1], CLASS_MEDIANS if median else CLASS_MEANS, basis_dir, E, Ws),
-                                      label=f"{type(self).__name__} fit: loadings from the model group (no pass over X)")
-            done = True
-        finally:
-            if done or self._passes.session is None:  # an interrupted resumable fit keeps the final pass's Z files for the rerun
-                shutil.rmtree(basis_dir, ignore_errors=True)
-        group = self._settle(group)
-        parts = ([sums["XU"] @ E] if E.shape[1] else []) + ([XZ @ Ws] if Ws.shape[1] else [])
-        components, embedding, shift = self._maybe_orthogonalize(work_array(group, LOADINGS), np.hstack(parts), shift, AtA)
-        return components, embedding, shift, vals, kinds
-
     def _first_moment(self) -> str | None:
         """Centroids whose differences lead the components ("mean", "median") or None."""
         return None
 
     def _n_passes(self, solver: str, emit: bool = False) -> int:
-        """Passes over X of one fit: 2 (Gram), n_power_iter + 2 (randomized, loadings from Z) or + 3 (with an emit pass)."""
+        """Most passes over X of one fit: 2 (Gram), max_power_iter + 2 (randomized, loadings from Z) or + 3 (with an emit pass).
+
+        The randomized solver stops once its subspace has converged, and then
+        tells the runner how many it made (:meth:`_record_iteration`).
+        """
         if solver == "gram":
             return 2
-        return self.n_power_iter + (3 if emit else 2)
+        return self.max_power_iter + (3 if emit else 2)
 
     def _choose_solver(self, data: FitInput, d: int) -> tuple[str, str]:
+        if not self._supports_randomized():  # whatever was asked: this method has one solver
+            return "gram", f"{self._method_name()} has only the Gram solver (its directions come from the Gram)"
         if self.solver == "gram":
             return "gram", "solver='gram' was asked for"
         if self.solver == "randomized":
@@ -277,7 +232,7 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
         from wideml.estimators._solver import choose_solver
 
         return choose_solver(data.n_samples, data.n_features, d, self.n_power_iter, self.n_oversamples,
-                             supports_randomized=self._supports_randomized())
+                             itemsize=data.X.dtype.itemsize)
 
     def _supports_randomized(self) -> bool:
         return True
@@ -294,13 +249,6 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
         with algebra_threads(n):
             proj = self._projection(stats.G, data.codes, K, P, Q, data.n_features, d)
             return proj, proj.embed(stats.G, P), P
-
-    def _fit_randomized(self, data: FitInput, d: int, median: bool, group):
-        """Randomized solver whose loadings then come from an emit pass (in-memory input, or tiny n)."""
-        Q, step, centroid_gram, _ = self._sketch_passes(data, d, median, group, fold=False)
-        with one_blas_thread():  # n x l algebra
-            proj = self._randomized_projection(data.codes, data.n_classes, d, Q, step[0], centroid_gram)
-        return proj, None, None
 
     def _seed(self) -> int:
         rs = self.random_state
@@ -352,6 +300,8 @@ class GramProjector(FittedState, CheckedParams, TransformerMixin, BaseEstimator)
         state("component_kinds_"),
         state("solver_"),
         state("solver_reason_", default=""),  # absent from early models
+        state("n_power_iter_", optional=True),  # randomized fits: power iterations taken
+        state("subspace_angle_", optional=True),  # randomized fits: last change of the subspace between iterates (rad)
         state("precision_"),
         state("n_fit_passes_", default=UNSET),  # absent from models saved before it was recorded
         array("classes_", load=classes_from_model),  # text classes: zarr reads StringDType, back to <U

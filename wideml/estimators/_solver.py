@@ -19,7 +19,9 @@ and checked on a second run of that grid plus sizes it was not fitted on (``--pa
 
 Memory: the Gram solver keeps a few n x n float64 matrices alive per lane of its pass (:func:`gram_bytes`); if they
 do not fit half the memory budget (config ``memory-limit``) the randomized solver is used
-whatever the time estimate says.
+whatever the time estimate says. When they fit, the exact solver is kept unless the estimate puts it at
+:data:`CLEARLY_COSTLIER` (2x) the randomized solver's time or more: a near tie ("0.55 s vs 0.53 s") is
+within the model's error, and the randomized solver's subspace is only as good as its convergence.
 """
 
 from __future__ import annotations
@@ -75,6 +77,15 @@ def estimate_seconds(n: int, p: int, d: int, n_power_iter: int = 1, n_oversample
     return {"gram": gram, "randomized": randomized}
 
 
+#: ``auto`` takes the randomized solver over a Gram that fits only when the Gram is estimated at least this many times costlier:
+#: the cost model's errors are of this order on small fits, and the exact solution is worth a near tie.
+CLEARLY_COSTLIER = 2.0
+
+
+def _size(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.0f} MiB"
+
+
 def choose_solver(
     n: int,
     p: int,
@@ -87,12 +98,17 @@ def choose_solver(
     supports_randomized: bool = True,
     lanes: int | None = None,
 ) -> tuple[str, str]:
-    """Pick "gram" or "randomized"; returns (solver, one-line reason).
+    """Pick "gram" or "randomized"; returns (solver, one-line reason naming the rule that decided).
 
+    The exact Gram solver is used whenever its n x n matrices (with
+    workspace, :func:`gram_bytes`) fit half of ``memory_budget`` and it is not
+    clearly costlier: the randomized solver is taken only when the Gram does
+    not fit, or when the cost model (:func:`estimate_seconds`, with the
+    randomized solver at its fewest passes, ``n_power_iter``) puts the Gram at
+    :data:`CLEARLY_COSTLIER` times the randomized solver's time or more.
     ``lanes`` is the number of Gram-pass accumulators (default: as many as
-    :func:`wideml.passes.gram.gram_lanes` runs under ``memory_budget``); the
-    memory check counts :func:`gram_bytes` against half of ``memory_budget``,
-    so the Gram is avoided when even one lane would not fit.
+    :func:`wideml.passes.gram.gram_lanes` runs under ``memory_budget``), so
+    the Gram is avoided when even one lane would not fit.
     """
     if not supports_randomized:
         return "gram", "only the Gram solver supports this method"
@@ -108,7 +124,10 @@ def choose_solver(
         lanes = gram_lanes(n, memory_budget)
     need = gram_bytes(n, lanes)
     if need > memory_budget / 2:
-        return "randomized", f"an n x n Gram ({need / 2**30:.1f} GiB with workspace) does not fit half the memory budget"
+        return "randomized", (f"the n x n Gram ({_size(need)} with workspace) does not fit half the memory budget "
+                              f"({_size(memory_budget / 2)})")
     est = estimate_seconds(n, p, d, n_power_iter, n_oversamples, itemsize)
-    solver = min(est, key=est.get)
-    return solver, f"estimated {est['gram']:.2f} s (gram) vs {est['randomized']:.2f} s (randomized)"
+    times = f"estimated {est['gram']:.2f} s (gram) vs {est['randomized']:.2f} s (randomized)"
+    if est["gram"] >= CLEARLY_COSTLIER * est["randomized"]:
+        return "randomized", f"the Gram fits the memory budget but is clearly costlier: {times}"
+    return "gram", f"the n x n Gram ({_size(need)} with workspace) fits the memory budget and is not clearly costlier: {times}"

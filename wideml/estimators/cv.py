@@ -1,4 +1,11 @@
-"""Cross-validated choice of the embedding dimension from one Gram pass (zero extra passes)."""
+"""Cross-validated choice of the embedding dimension from one Gram pass (zero extra passes).
+
+Every fold is scored with the exact solution from the Gram's sub-blocks, so
+the model to refit at the chosen dimension is the exact one too:
+:meth:`CVReport.best_estimator` returns it (``solver="gram"``), and an
+estimator asking for ``solver="randomized"``, whose model no fold scored, is
+refused.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +43,9 @@ class DimensionCV:
     best_dim : int
         Smallest dimension reaching the lowest mean error.
     best_error : float
+    solver : str
+        The solver whose model every fold scored ("gram": the exact solution);
+        refit with it (:meth:`CVReport.best_estimator`).
     """
 
     method: str
@@ -45,6 +55,7 @@ class DimensionCV:
     fold_errors: list[list[float]]
     best_dim: int
     best_error: float
+    solver: str = "gram"
 
 
 @dataclass
@@ -67,12 +78,36 @@ class CVReport:
         }
 
     def table(self) -> str:
-        """A plain-text summary: best dimension and error per method."""
+        """A plain-text summary: best dimension and error per method, and how to refit the model CV scored."""
         lines = [f"{'method':<10} {'best d':>7} {'error':>8}   ({self.n_folds}-fold CV, {self.classifier.upper()}, {self.n_passes} pass over X)"]
         for name, r in self.results.items():
             lines.append(f"{name:<10} {r.best_dim:>7d} {r.best_error:>8.4f}")
         lines.append(f"{'chance':<10} {'':>7} {self.chance_error:>8.4f}")
+        if self.results:
+            lines.append("(every fold scored the exact Gram solution: refit at the best d with solver='gram', `--solver gram`)")
         return "\n".join(lines)
+
+    def best_estimator(self, name: str, estimator):
+        """An unfitted copy of ``estimator`` set up as the model CV scored for method ``name``: best d, exact Gram solver.
+
+        Parameters
+        ----------
+        name : str
+            A method of this report.
+        estimator : GramProjector
+            The estimator cross-validated as ``name`` (its other parameters are kept).
+
+        Returns
+        -------
+        GramProjector
+            ``clone(estimator)`` with ``n_components`` = the best dimension and ``solver="gram"``.
+        """
+        from sklearn.base import clone
+
+        if name not in self.results:
+            raise WidemlError(f"method {name!r} is not in this cross-validation report; it has {', '.join(map(repr, self.results))}.")
+        result = self.results[name]
+        return clone(estimator).set_params(n_components=result.best_dim, solver=result.solver)
 
 
 def cross_validate_dims(
@@ -122,6 +157,9 @@ def cross_validate_dims(
             raise WidemlError(f"method {name!r} is a {type(est).__name__}, not a Gram-based projector (LOL, PCA, RRLDA); "
                               "cross-validate it by refitting per fold (`wideml cv` does so for lfl).")
         est._validate_parameters()
+        if est.solver == "randomized":
+            raise WidemlError(f"method {name!r} asks for solver='randomized', but cross-validation scores the exact Gram solution of "
+                              "every fold, so the refitted model would not be the one scored; use solver='gram' or 'auto'.")
     data = fit_input(X, y)
     n, K = data.n_samples, data.n_classes
     min_count = int(np.bincount(data.codes).min())

@@ -32,12 +32,15 @@ class LOL(GramProjector):
     solver : {"auto", "gram", "randomized"}, default "auto"
         "gram": one streaming pass builds the n x n Gram, then exact
         eigensolves (2 passes with the emit pass). "randomized": a range
-        finder on the class-centred operator with ``n_power_iter`` power
-        iterations (n_power_iter + 2 passes, + 1 emit pass); its test matrix
-        is keyed on (random_state, feature index), so the result does not
-        depend on the chunking. "auto" picks by the cost model of
-        :func:`wideml.estimators._solver.choose_solver` and records the choice
-        in ``solver_`` and ``solver_reason_``.
+        finder on the class-centred operator, iterated (one pass over X per
+        power iteration) until its subspace has converged to ``tol``
+        (q power iterations: q + 2 passes, + 1 emit pass in memory); its test
+        matrix is keyed on (random_state, feature index), so the result does
+        not depend on the chunking. "auto" uses the exact Gram solver whenever
+        the n x n Gram fits the memory budget and is not clearly (2x) costlier
+        by the cost model of :func:`wideml.estimators._solver.choose_solver`,
+        and records the choice and the rule that made it in ``solver_`` and
+        ``solver_reason_``.
     precision : {"auto", "float64", "float32"}, default "auto"
         Dtype of each chunk's products (Gram, class cross-products, emit).
         Feature means, centring and every sum across chunks are float64.
@@ -52,7 +55,16 @@ class LOL(GramProjector):
     n_oversamples : int, default 10
         Extra sketch columns of the randomized solver.
     n_power_iter : int, default 1
-        Power iterations of the randomized solver.
+        Fewest power iterations of the randomized solver.
+    max_power_iter : int, default 30
+        Most power iterations of the randomized solver; if its subspace has
+        not converged by then it stops with a ConvergenceWarning (the fit is
+        valid, its subspace less accurate than ``tol``).
+    tol : float, default 1e-4
+        Convergence tolerance of the randomized solver, in radians: it stops
+        once the largest principal angle between successive iterates' top
+        subspaces, and the distance still to go estimated from how fast they
+        shrink, are both at most ``tol``.
     random_state : int or None, default 0
         Seed of the randomized solver's test matrix.
 
@@ -68,14 +80,19 @@ class LOL(GramProjector):
         Squared singular values of the second-moment columns.
     component_kinds_ : list of str
         "delta" or "eigen" per column.
-    classes_, n_features_in_, n_components_, solver_, precision_
+    n_power_iter_ : int or None
+        Power iterations the randomized solver took (None for the Gram solver).
+    subspace_angle_ : float or None
+        Randomized solver: the largest principal angle (radians) between its
+        last two iterates' subspaces (None for the Gram solver).
+    classes_, n_features_in_, n_components_, solver_, solver_reason_, precision_
 
     Notes
     -----
     ``fit`` makes 2 passes over X with the Gram solver and, with the
-    randomized one, n_power_iter + 2 over a store (the loadings are assembled
-    from a p x l matrix the last pass writes into the model group) or
-    n_power_iter + 3 over in-memory data (``n_fit_passes_``); ``transform``
+    randomized one, q + 2 over a store (the loadings are assembled from a
+    p x l matrix the last pass writes into the model group) or q + 3 over
+    in-memory data, q = ``n_power_iter_`` (``n_fit_passes_``); ``transform``
     makes 1.
     """
 
@@ -87,7 +104,8 @@ class LOL(GramProjector):
     }
 
     def __init__(self, n_components=None, *, robust_first=True, second_moment="linear", orthogonalize=False,
-                 solver="auto", precision="auto", workdir=None, n_oversamples=10, n_power_iter=1, random_state=0):
+                 solver="auto", precision="auto", workdir=None, n_oversamples=10, n_power_iter=1, max_power_iter=30, tol=1e-4,
+                 random_state=0):
         self.n_components = n_components
         self.robust_first = robust_first
         self.second_moment = second_moment
@@ -97,9 +115,12 @@ class LOL(GramProjector):
         self.workdir = workdir
         self.n_oversamples = n_oversamples
         self.n_power_iter = n_power_iter
+        self.max_power_iter = max_power_iter
+        self.tol = tol
         self.random_state = random_state
 
     def _check_parameter_combinations(self) -> None:
+        super()._check_parameter_combinations()
         if self.second_moment == "quadratic" and self.solver == "randomized":
             raise WidemlError("LOL parameters second_moment='quadratic' and solver='randomized' do not go together; "
                               "QOQ's per-class directions come from the Gram, so use solver='gram' (or 'auto').")
@@ -135,13 +156,15 @@ class _EigenProjector(GramProjector):
     """The parameters PCA and rrLDA share (no centroid columns): see :class:`LOL` for their meaning."""
 
     def __init__(self, n_components=None, *, solver="auto", precision="auto", workdir=None,
-                 n_oversamples=10, n_power_iter=1, random_state=0):
+                 n_oversamples=10, n_power_iter=1, max_power_iter=30, tol=1e-4, random_state=0):
         self.n_components = n_components
         self.solver = solver
         self.precision = precision
         self.workdir = workdir
         self.n_oversamples = n_oversamples
         self.n_power_iter = n_power_iter
+        self.max_power_iter = max_power_iter
+        self.tol = tol
         self.random_state = random_state
 
 
@@ -152,13 +175,14 @@ class PCA(_EigenProjector):
     ----------
     n_components : int, optional
         Default: the number of classes.
-    solver, precision, workdir, n_oversamples, n_power_iter, random_state
+    solver, precision, workdir, n_oversamples, n_power_iter, max_power_iter, tol, random_state
         As for :class:`LOL`.
 
     Notes
     -----
-    ``fit`` makes 2 passes over X with the Gram solver and n_power_iter + 2
-    with the randomized one on a store (+ 3 in memory); ``transform`` makes 1. PCA is
+    ``fit`` makes 2 passes over X with the Gram solver and q + 2 with the
+    randomized one on a store (+ 3 in memory; q = ``n_power_iter_``, the
+    power iterations it took to converge); ``transform`` makes 1. PCA is
     unsupervised: ``fit(X)`` needs no labels (then ``classes_`` is ``[0]`` and the default
     ``n_components`` is min(n_samples - 1, n_features, 10)); ``y`` is accepted (and used only
     for ``classes_``) so PCA drops into the same pipelines as LOL.
@@ -191,13 +215,14 @@ class RRLDA(_EigenProjector):
     Parameters
     ----------
     n_components : int, optional
-    solver, precision, workdir, n_oversamples, n_power_iter, random_state
+    solver, precision, workdir, n_oversamples, n_power_iter, max_power_iter, tol, random_state
         As for :class:`LOL`.
 
     Notes
     -----
-    ``fit`` makes 2 passes over X with the Gram solver and n_power_iter + 2
-    with the randomized one on a store (+ 3 in memory); ``transform`` makes 1.
+    ``fit`` makes 2 passes over X with the Gram solver and q + 2 with the
+    randomized one on a store (+ 3 in memory; q = ``n_power_iter_``, the
+    power iterations it took to converge); ``transform`` makes 1.
     """
 
     def _component_bound(self, n: int, n_classes: int, p: int) -> int:

@@ -25,7 +25,7 @@ _TRAIN_CODES = ArraySpec(("n_train",), "iu", codes_of="n_classes")
 
 GRAM_PROJECTOR = ModelSchema(
     state={"n_features_in": "int", "n_components": "int", "component_kinds": "list[str]", "solver": "str",
-           "solver_reason?": "str", "precision": "str", "n_fit_passes?": "int"},
+           "solver_reason?": "str", "precision": "str", "n_fit_passes?": "int", "n_power_iter?": "int", "subspace_angle?": "float"},
     arrays={
         "classes": _CLASSES,
         "train_codes": _TRAIN_CODES,

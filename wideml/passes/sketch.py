@@ -27,7 +27,11 @@ and medians when asked; both centred by c) and writes the p-sized class
 statistics into a model group, exactly like the Gram pass. q power iterations
 cost q + 2 passes in all: the sketch, q power steps, and a final pass that
 computes Z = M^T Q for the Rayleigh-Ritz matrix Z^T Z and writes Z (p x l)
-into the model group. The loadings are then assembled from Z and the class
+into the model group. The solver iterates until the subspace converges
+(:mod:`wideml.algebra.subspace_iteration`), so it cannot know in advance
+which pass is the last: every pass that may be the last is a final pass, which
+also returns M M^T Q to go on from (the Z files of a pass that was not the last
+are overwritten by the next). The loadings are then assembled from Z and the class
 statistics (:func:`wideml.passes.loadings.assemble_loadings`) without reading X
 again; the embedding of the training samples comes from the same passes
 (``XU`` in the sketch pass, (X - 1 m^T) Z in the final one).
@@ -163,6 +167,7 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
         Y -= (Mu @ omega)[rows]
     else:
         if final:  # (X - 1 m^T) Z for the embedding; Z^T Z = Q^T M M^T Q for Rayleigh-Ritz; Z kept for the loadings
+            extra["MQ"] = Y - (Mu @ Z)[rows]  # M M^T Q too: the iteration goes on from here if it has not converged
             Y -= (m - c) @ Z
             extra["ZtZ"] = Z.T @ Z
             if keep:
@@ -324,7 +329,8 @@ def sketch_pass(
     final : bool
         With Q: the last pass. Y becomes (X - 1 m^T) Z with Z = M^T Q (the
         embedding's eigen part before rotation) and the further sums hold
-        ``ZtZ`` = Z^T Z (l x l, the Rayleigh-Ritz matrix Q^T M M^T Q).
+        ``ZtZ`` = Z^T Z (l x l, the Rayleigh-Ritz matrix Q^T M M^T Q) and
+        ``MQ`` = M M^T Q (n x l, what a power step returns as Y).
     embed_first : {"mean", "median"}, optional
         Sketch pass only: also accumulate ``XU`` = (X - 1 m^T)(C - 1 c^T)^T
         (n x K) for the centroids C (class means, or medians, which need

@@ -18,26 +18,132 @@ with open(_DEFAULTS_FILE) as _f:
     DEFAULTS: dict[str, Any] = yaml.safe_load(_f)["wideml"]
 dask.config.update_defaults({"wideml": DEFAULTS})
 
-_SIZE = re.compile(r"^\s*([0-9.]+)\s*([kKmMgGtT]?)(i?)[bB]?\s*$")
+#: A number, then an optional unit: B, K/M/G/T/P (decimal, with or without B) or Ki/Mi/Gi/Ti/Pi (binary, with or without B).
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(?:([kmgtp])(i?)b?|b)?\s*$", re.IGNORECASE)
+_POWERS = " kmgtp"
+
+#: The smallest memory budget (``--memory-limit``, config ``memory-limit``) wideml accepts: below it no pass can hold
+#: even one feature chunk of a store it writes (32 MiB by default) with its workspace, so a smaller value is a slip
+#: (``0``, ``1B``, a forgotten unit).
+MEMORY_LIMIT_FLOOR = 64 * 2**20
+
+#: Names under which :func:`parse_bytes` is given the memory budget: these values must reach the floor.
+_BUDGET_NAMES = ("--memory-limit", "memory-limit")
+
+
+def _memory_floor() -> int:
+    """:data:`MEMORY_LIMIT_FLOOR`, or in tests the byte count in ``WIDEML_TEST_MEMORY_FLOOR`` (test hook: tiny budgets on tiny data)."""
+    hook = os.environ.get("WIDEML_TEST_MEMORY_FLOOR")
+    return int(hook) if hook else MEMORY_LIMIT_FLOOR
+
+
+def _size_text(nbytes: float) -> str:
+    for unit, power in (("PiB", 5), ("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1)):
+        if nbytes >= 1024**power:
+            return f"{nbytes / 1024**power:g} {unit}"
+    return f"{int(nbytes)} byte{'' if nbytes == 1 else 's'}"
 
 
 def parse_bytes(value: Any, what: str = "size") -> int:
-    """Parse ``"32MiB"``, ``"4GB"`` or an integer into a number of bytes."""
-    if isinstance(value, (int, float)) and value > 0:
-        return int(value)
-    match = _SIZE.match(str(value))
-    if not match:
+    """Parse ``"32MiB"``, ``"4GB"``, ``"1PB"`` or an integer into a positive number of bytes.
+
+    Units are case-insensitive: B, KB/MB/GB/TB/PB (powers of 1000; the B may
+    be left out) and KiB/MiB/GiB/TiB/PiB (powers of 1024); a bare number is
+    bytes. A memory budget (``what`` is ``"--memory-limit"`` or
+    ``"memory-limit"``) must be at least :data:`MEMORY_LIMIT_FLOOR`
+    (:func:`parse_memory_limit`).
+
+    Raises
+    ------
+    ConfigError
+        If the value is not a size, or is not positive.
+    """
+    if what in _BUDGET_NAMES:
+        return parse_memory_limit(value, what)
+    return _parse_size(value, what)
+
+
+def _parse_size(value: Any, what: str) -> int:
+    if isinstance(value, bool):
         raise ConfigError(f"{what} {value!r} is not a size; write it like '512MiB' or '4GiB'.")
-    number, unit, binary = match.groups()
-    base = 1024 if binary or unit == "" else 1000
-    power = " kmgt".index(unit.lower()) if unit else 0
-    return int(float(number) * base**power)
+    if isinstance(value, (int, float)):
+        nbytes = float(value)
+    else:
+        match = _SIZE.match(str(value))
+        if not match:
+            raise ConfigError(f"{what} {value!r} is not a size; write it like '512MiB' or '4GiB'.")
+        number, unit, binary = match.groups()
+        base = 1024 if binary else 1000
+        nbytes = float(number) * base ** (_POWERS.index(unit.lower()) if unit else 0)
+    if not nbytes >= 1 or nbytes != nbytes or nbytes == float("inf"):
+        raise ConfigError(f"{what} {value!r} is not a positive size; write it like '512MiB' or '4GiB'.")
+    return int(nbytes)
+
+
+def parse_memory_limit(value: Any, what: str = "memory-limit") -> int:
+    """Parse a memory budget like :func:`parse_bytes`, refusing one below :data:`MEMORY_LIMIT_FLOOR` (64 MiB).
+
+    Raises
+    ------
+    ConfigError
+        If the value is not a size or is below the floor.
+    """
+    nbytes = _parse_size(value, what)
+    floor = _memory_floor()
+    if nbytes < floor:
+        raise ConfigError(f"{what} {value!r} ({_size_text(nbytes)}) is below the smallest memory budget wideml runs with, "
+                          f"{_size_text(floor)}; give at least {_size_text(floor).replace(' ', '')}, such as 4GiB.")
+    return nbytes
+
+
+def _unknown_key(key: str, where: str, env: bool = False) -> ConfigError:
+    """The one-sentence refusal of an unknown key, naming the closest known key (as an environment variable for ``env``) and all of them."""
+    import difflib
+
+    close = difflib.get_close_matches(key.lower().replace("_", "-"), sorted(DEFAULTS), n=1, cutoff=0.6)
+    hint = ""
+    if close:
+        hint = f" (closest: {ENV_PREFIX + close[0].upper().replace('-', '_') if env else repr(close[0])})"
+    return ConfigError(f"{where} has unknown key {key!r}{hint}; valid keys are {', '.join(sorted(DEFAULTS))}.")
+
+
+#: Prefix of the environment variables dask reads into the ``wideml`` namespace.
+ENV_PREFIX = "DASK_WIDEML__"
+_CHECKED_ENV: frozenset = frozenset()
+
+
+def check_environment(environ: Any = None) -> None:
+    """Refuse ``DASK_WIDEML__*`` variables naming no config key (a typo must not be ignored), and a bad memory budget there.
+
+    ``DASK_WIDEML__MEMORY_LIMIT`` names ``wideml.memory-limit`` (dask turns
+    ``__`` into nesting and ``_`` into ``-``). Called by :func:`config_value`,
+    so a typo is refused before anything reads the configuration; the same
+    variables are checked once.
+
+    Raises
+    ------
+    ConfigError
+        Naming the variable, the closest known key and every known key.
+    """
+    global _CHECKED_ENV
+    environ = os.environ if environ is None else environ
+    found = frozenset((k, v) for k, v in environ.items() if k.startswith(ENV_PREFIX))
+    if found == _CHECKED_ENV:
+        return
+    for name, value in sorted(found):
+        key = name[len(ENV_PREFIX):].lower().replace("_", "-")
+        if key not in DEFAULTS:
+            raise _unknown_key(name[len(ENV_PREFIX):], f"environment variable {name}", env=True)
+        if key == "memory-limit" and value.strip().lower() != "auto":
+            parse_memory_limit(value, name)
+    _CHECKED_ENV = found
 
 
 def config_value(key: str) -> Any:
-    """Return ``wideml.<key>`` from dask.config (file, environment or defaults)."""
+    """Return ``wideml.<key>`` from dask.config (file, environment or defaults); unknown ``DASK_WIDEML__*`` variables are refused."""
     if key not in DEFAULTS:
         raise ConfigError(f"unknown config key {key!r}; valid keys are {', '.join(sorted(DEFAULTS))}.")
+    check_environment()
     return dask.config.get(f"wideml.{key}")
 
 
@@ -64,7 +170,7 @@ def memory_limit_bytes() -> int:
     value = config_value("memory-limit")
     if value in (None, "auto"):
         return int(0.6 * psutil.virtual_memory().total)
-    return parse_bytes(value, "memory-limit")
+    return parse_memory_limit(value, "memory-limit")
 
 
 def thread_count() -> int:
@@ -120,11 +226,9 @@ def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
     settings = data.get("wideml", {})
     unknown = sorted(set(settings) - set(DEFAULTS))
     if unknown:
-        raise ConfigError(
-            f"config file {str(path)!r} has unknown key {unknown[0]!r}; valid keys are {', '.join(sorted(DEFAULTS))}."
-        )
+        raise _unknown_key(unknown[0], f"config file {str(path)!r}")
     if "memory-limit" in settings and settings["memory-limit"] != "auto":
-        parse_bytes(settings["memory-limit"], "memory-limit")
+        parse_memory_limit(settings["memory-limit"], f"config file {str(path)!r}: memory-limit")
     if "chunk-size" in settings:
         parse_bytes(settings["chunk-size"], "chunk-size")
     if "threads" in settings and settings["threads"] != "auto" and not (isinstance(settings["threads"], int) and settings["threads"] >= 1):
