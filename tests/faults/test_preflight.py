@@ -134,8 +134,8 @@ def test_workdir_flag_and_config_key_are_honoured(tmp_path, adv_stores):
 
     wd = tmp_path / "wd"
     wd.mkdir()
-    dead = wd / "wideml-fit-dead0000"  # a work folder of a killed run, in the folder --workdir names
-    code = "import sys; from wideml.runtime.ownership import claim; claim(sys.argv[1])"
+    dead = wd / "wideml-fit-0000deadbeef"  # a work folder of a killed run, in the folder --workdir names
+    code = "import sys; from wideml.runtime.ownership import claim; claim(sys.argv[1], 'work')"
     subprocess.run([sys.executable, "-c", code, str(dead)], check=True)
     proc = run_cli("fit", "lol", adv_stores[0], "-o", tmp_path / "m", "--workdir", wd)
     assert proc.returncode == 0, proc.stderr
