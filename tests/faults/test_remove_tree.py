@@ -10,8 +10,9 @@ import shutil
 
 import pytest
 
-from wideml.runtime import ownership
-from wideml.runtime.ownership import OWNER_FILE, claim, remove_tree
+from wideml.runtime import ownership, removal
+from wideml.runtime.ownership import OWNER_FILE, claim
+from wideml.runtime.removal import remove_tree
 
 
 def _owned_folder(tmp_path):
@@ -71,5 +72,5 @@ def test_a_removal_cut_short_keeps_the_owner_record(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "unlink", unlink)
     with pytest.raises(Killed):
-        ownership._remove_tree_once(folder)
+        removal._remove_tree_once(folder)
     assert sorted(os.listdir(folder)) == [OWNER_FILE] and ownership.read_owner(folder) is not None

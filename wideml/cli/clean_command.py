@@ -83,7 +83,8 @@ def _explicit(paths: list[str]) -> list[str]:
 
 def run_clean(args: argparse.Namespace) -> int:
     """Sweep each folder; print one line per folder removed (or kept) and a summary; exit 0."""
-    from wideml.runtime.ownership import candidates, describe_owner, remove_abandoned, remove_tree, verdict, wideml_record
+    from wideml.runtime.ownership import candidates, describe_owner, remove_abandoned, verdict, wideml_record
+    from wideml.runtime.removal import remove_tree
 
     explicit = _explicit(args.remove)
     removed, kept = 0, 0

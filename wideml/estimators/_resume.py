@@ -123,10 +123,10 @@ def model_group(session: Session, arrays: dict) -> str:
 def settle_group(owner: Any, group: str, workdir: Any) -> str:
     """Move a finished model group out of the work directory (removed on success) into a fresh folder of ``workdir``."""
     from wideml.estimators._workdir import make_work_folder, own_folder, resolve_workdir
-    from wideml.runtime import ownership
+    from wideml.runtime.removal import register_scratch
 
     folder = make_work_folder(resolve_workdir(workdir))
-    ownership.register_scratch(folder)
+    register_scratch(folder)
     dest = os.path.join(folder, "fitted.zarr")
     own_folder(owner, folder, dest)
     shutil.move(group, dest)

@@ -109,7 +109,7 @@ def keep_folder_alive(arr: da.Array, group_path: str, name: str | None = None) -
 
 
 def _remove(folder: str) -> None:
-    from wideml.runtime.ownership import remove_tree, unregister_scratch
+    from wideml.runtime.removal import remove_tree, unregister_scratch
 
     remove_tree(folder)
     unregister_scratch(folder)
@@ -203,7 +203,7 @@ def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict) -> s
         Absolute path of the zarr group.
     """
     from wideml.runtime.cluster_check import require_directory
-    from wideml.runtime.ownership import register_scratch
+    from wideml.runtime.removal import register_scratch
     from wideml.runtime.preflight import require_free_space
 
     parent = resolve_workdir(workdir)

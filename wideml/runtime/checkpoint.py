@@ -355,8 +355,10 @@ def resumable(folder: str, resume: bool = True) -> Iterator[Session | None]:
         _ACTIVE.reset(token)
         if not keep:  # the owner file goes last: a removal cut short still says whose folder it was
             if ownership is not None:
-                ownership.remove_tree(session.folder)
-                ownership.unregister_scratch(session.folder)
+                from wideml.runtime.removal import remove_tree, unregister_scratch
+
+                remove_tree(session.folder)
+                unregister_scratch(session.folder)
             else:
                 shutil.rmtree(session.folder, ignore_errors=True)
         elif ownership is not None:

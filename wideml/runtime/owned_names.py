@@ -25,6 +25,9 @@ import os
 import re
 import uuid
 
+#: The owner record's file name inside every folder wideml owns.
+OWNER_FILE = ".wideml-owner.json"
+
 #: Longest file name most filesystems accept (bytes of one path component).
 NAME_MAX = 255
 
@@ -109,5 +112,5 @@ def is_owned_name(name: str) -> bool:
     return is_aside_name(name) or is_work_folder_name(name) or is_checkpoint_name(name)
 
 
-__all__ = ["CHECKPOINT_SUFFIX", "NAME_MAX", "WORK_FOLDER_PREFIX", "aside_name", "checkpoint_folder", "checkpoint_name",
+__all__ = ["CHECKPOINT_SUFFIX", "NAME_MAX", "OWNER_FILE", "WORK_FOLDER_PREFIX", "aside_name", "checkpoint_folder", "checkpoint_name",
            "is_aside_name", "is_checkpoint_name", "is_owned_name", "is_work_folder_name", "new_token", "work_folder_name"]

@@ -31,38 +31,30 @@ refused unless it carries a record of this process or of a run that is over
 (:func:`claim`): wideml never adopts a user's folder that happens to have one
 of its names, and a second run into the same output is told which run holds it.
 
-This module also keeps, per process, the folders that must not outlive an
-interrupted run (:func:`register_scratch`): the interrupt handler removes them
-after the running tasks have stopped writing.
+Removal itself, and the per-process list of folders an interrupted run removes,
+live in :mod:`wideml.runtime.removal`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from wideml.exceptions import StoreError
-from wideml.runtime.owned_names import is_owned_name
-
-OWNER_FILE = ".wideml-owner.json"
+from wideml.runtime.owned_names import OWNER_FILE, is_owned_name
+from wideml.runtime.removal import remove_tree, unregister_scratch
 
 #: Marks an owner record as wideml's (a version number follows the slash).
 OWNER_MARKER = "wideml-owner-record/2"
 
 #: This process's run id, written into every record it makes.
 RUN_ID = uuid.uuid4().hex
-
-#: Folders of this process to remove if the run is interrupted (outputs written aside, work folders).
-_SCRATCH: set[str] = set()
-_LOCK = threading.Lock()
 
 
 class ForeignFolderError(StoreError):
@@ -362,77 +354,4 @@ def sweep(parent: str | os.PathLike, match: Callable[[str], bool] = is_owned_nam
     for path in candidates(parent, match):
         if os.path.abspath(path) not in kept and remove_abandoned(path):
             removed.append(path)
-    return removed
-
-
-def _remove_tree_once(folder: Path) -> None:
-    if folder.is_symlink() or not folder.is_dir():
-        try:
-            folder.unlink()
-        except OSError:
-            pass
-        return
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        entries = []
-    for entry in entries:
-        if entry.name == OWNER_FILE:
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(entry.path)
-            except OSError:
-                pass
-    try:
-        (folder / OWNER_FILE).unlink()
-    except OSError:
-        pass
-    try:
-        folder.rmdir()
-    except OSError:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def remove_tree(folder: str | os.PathLike) -> None:
-    """Remove an owned folder (or file) so that an interruption never leaves it without its owner file.
-
-    The owner file goes last, so a removal cut short by SIGKILL leaves a folder
-    whose owner record says who made it (the next run's sweep removes it once
-    that process is gone). A signal that stops the removal half way
-    (KeyboardInterrupt, SystemExit from SIGTERM) first lets it finish, then
-    goes on stopping the run.
-    """
-    folder = Path(folder)
-    try:
-        _remove_tree_once(folder)
-    except BaseException:
-        _remove_tree_once(folder)
-        raise
-
-
-def register_scratch(folder: str | os.PathLike) -> None:
-    """Remove ``folder`` if this run is interrupted (see :func:`remove_scratch`)."""
-    with _LOCK:
-        _SCRATCH.add(os.path.abspath(folder))
-
-
-def unregister_scratch(folder: str | os.PathLike) -> None:
-    """``folder`` was moved into place or removed: no longer this run's to clean up."""
-    with _LOCK:
-        _SCRATCH.discard(os.path.abspath(folder))
-
-
-def remove_scratch() -> list[str]:
-    """Remove every registered scratch folder that still exists; returns the ones removed."""
-    with _LOCK:
-        folders = sorted(_SCRATCH)
-        _SCRATCH.clear()
-    removed = []
-    for folder in folders:
-        if os.path.lexists(folder):
-            remove_tree(folder)
-            removed.append(folder)
     return removed

@@ -37,7 +37,7 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
 
 def remove_path(path: Path) -> None:
     """Remove a file or folder; a folder's owner file goes last, and a signal cannot stop it half way."""
-    from wideml.runtime.ownership import remove_tree
+    from wideml.runtime.removal import remove_tree
 
     path = Path(path)
     if path.is_dir() and not path.is_symlink():
@@ -53,7 +53,8 @@ def is_scratch_name(name: str) -> bool:
 
 def _owned_folder(parent: Path, name: str, kind: str) -> Path:
     """Create ``parent/.name.wideml-KIND-TOKEN`` with this process's owner record; removed if the run is interrupted."""
-    from wideml.runtime.ownership import create_claimed, register_scratch
+    from wideml.runtime.ownership import create_claimed
+    from wideml.runtime.removal import register_scratch
 
     for _ in range(10):
         folder = parent / aside_name(name, kind)
@@ -85,7 +86,7 @@ def _require_no_other_writer(path: Path) -> None:
 
 
 def _drop(folder: Path) -> None:
-    from wideml.runtime.ownership import unregister_scratch
+    from wideml.runtime.removal import unregister_scratch
 
     remove_path(folder)
     unregister_scratch(folder)
@@ -155,7 +156,8 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
         _drop(aside)
     if is_scratch_name(path.name) and path.is_dir():
         # an intermediate store (e.g. rechunk's first stage) is itself a leftover if the run dies
-        from wideml.runtime.ownership import claim, register_scratch
+        from wideml.runtime.ownership import claim
+        from wideml.runtime.removal import register_scratch
 
         register_scratch(path)
         claim(path, "partial", made_here=True)
