@@ -6,6 +6,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
 from sklearn.utils.validation import check_is_fitted
 
+from wideml.estimators._class_sizes import check_classifier_labels, fit_classifier
 from wideml.estimators._params import NONE, CheckedParams, Options, Satisfies
 from wideml.exceptions import WidemlError
 
@@ -71,6 +72,7 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
             raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
         clf = make_classifier(self.classifier)
         emb = clone(self.embedding) if self.embedding is not None else LOL()
+        self._check_class_sizes(emb, X, y)
         emb.fit(X, y)
         self.embedding_ = emb
         self._fit_classifier(clf, emb.embedding_, emb.classes_)
@@ -80,8 +82,27 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
         if self.embedding is not None:
             self.embedding._validate_parameters()
 
+    def _check_class_sizes(self, emb, X, y) -> None:
+        """Before any pass: the classifier can be fitted on the embedding's dimension with these classes' sizes.
+
+        The labels and the embedding's dimension (``n_components``, or its
+        default from the labels) are known up front, so LDA with a single
+        sample in every class, or QDA with a class of at most d samples, is
+        refused here rather than after the embedding's passes.
+        """
+        from wideml.estimators._input import fit_input
+
+        data = fit_input(X, y)  # metadata and labels only
+        if emb.n_components is not None:
+            d = int(emb.n_components)
+        elif hasattr(emb, "_default_components"):
+            d = int(emb._default_components(data))
+        else:  # LFL: the number of classes
+            d = data.n_classes
+        check_classifier_labels(self.classifier, data.classes, data.codes, d, rank_bound=data.n_features)
+
     def _fit_classifier(self, clf, Z, classes):
-        self.classifier_ = clf.fit(Z, classes[self.embedding_.train_codes_])
+        self.classifier_ = fit_classifier(clf, Z, classes[self.embedding_.train_codes_])
         self.classes_ = classes
         self.n_features_in_ = self.embedding_.n_features_in_
         if hasattr(self.embedding_, "n_fit_passes_"):  # the classifier is fitted on the embedding: no pass of its own

@@ -136,6 +136,7 @@ from wideml.estimators._encoder_fit import (
 from wideml.estimators._encoder_full import fit_full, transform_full
 from wideml.estimators._encoder_model import load_extra, save_extra, scores_from_json, scores_to_json
 from wideml.estimators._fitted import FittedState, array, p_array, read_small, state
+from wideml.estimators._class_sizes import require_class_spread
 from wideml.estimators._input import check_feature_layout, fit_input, memory_input, predict_input
 from wideml.estimators._params import CheckedParams
 from wideml.exceptions import WidemlError
@@ -245,6 +246,7 @@ class EncoderClassifier(FittedState, CheckedParams, ClassifierMixin, Transformer
         self._validate_parameters()
         kernels = _validate_params(self)
         data = fit_input(X, y)
+        require_class_spread(data.classes, data.codes, "the encoder's LDA estimates a within-class covariance")  # before any pass
         self.kernels_ = kernels
         self.classes_ = data.classes
         self.n_features_in_ = data.n_features

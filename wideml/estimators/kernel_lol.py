@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 
 from wideml.algebra.kpca import DEFAULT_TOL
 from wideml.algebra.lol import lol_projection
+from wideml.estimators._class_sizes import check_classifier_labels, fit_classifier
 from wideml.estimators.classifier import make_classifier
 from wideml.estimators._kernel_basis import fit_basis, make_kernel
 from wideml.estimators._kernel_embedding import KernelEmbeddingMixin
@@ -23,6 +24,7 @@ from wideml.estimators._kernel_training import training_input
 from wideml.estimators._passes import algebra_threads
 from wideml.estimators._resume import auto_resumable
 from wideml.estimators._params import KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams, Options
+from wideml.exceptions import WidemlError
 
 
 class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -93,7 +95,9 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels; one pass over X."""
         self._validate_parameters()  # first_moment: class medians are not defined in feature space, so 'mean' only
         kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
-        self.training_, data = training_input(X, y)
+        training, data = training_input(X, y)
+        _check_labels(self, data)  # before the pass: the labels say whether the classifier can be fitted
+        self.training_ = training
         codes, self.classes_, n = data.codes, data.classes, data.n_samples
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
         passes = kernel_passes(self, self.training_, codes, data)
@@ -115,7 +119,16 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         return self.classifier_
 
     def _fit_head(self) -> None:
-        self.classifier_ = make_classifier(self.classifier).fit(self.embedding_, self._codes)
+        self.classifier_ = fit_classifier(make_classifier(self.classifier), self.embedding_, self._codes)
+
+
+def _check_labels(est: KernelLOL, data) -> None:
+    """Refuse, before the pass, labels the classifier cannot be fitted on and more directions than the samples allow."""
+    d, n = int(est.n_components), data.n_samples
+    check_classifier_labels(est.classifier, data.classes, data.codes, d)
+    if d > n - 1:  # K - 1 centroid differences + at most n - K centred directions (per class n_k - 1 for QOQ)
+        raise WidemlError(f"n_components={d} is larger than kernel LOL allows on {n} samples: at most n_samples - 1 = {n - 1} "
+                          "directions; lower n_components.")
 
 
 __all__ = ["KernelLOL"]

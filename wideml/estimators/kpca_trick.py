@@ -27,6 +27,7 @@ from wideml.algebra.kernels import PAPER_SIGMAS, CombinedKernel, rbf_family
 from wideml.algebra.kpca import DEFAULT_TOL, fit_kpca
 from wideml.algebra.metric.dne import fit_dne
 from wideml.algebra.metric.lmnn import fit_lmnn
+from wideml.estimators._class_sizes import require_class_spread
 from wideml.estimators._fitted import array
 from wideml.estimators._kernel_basis import fit_basis, make_kernel
 from wideml.estimators._kernel_embedding import KernelEmbeddingMixin
@@ -39,6 +40,8 @@ from wideml.estimators._params import (KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, C
 from wideml.exceptions import WidemlError
 
 LEARNERS = ("nca", "lmnn", "dne", "none")
+#: Learners whose objective needs same-class neighbours (some class with 2 samples or more).
+_NEIGHBOUR_LEARNERS = ("nca", "lmnn", "dne")
 SELECTIONS = ("fixed", "cv", "alignment", "sum")
 
 
@@ -331,7 +334,11 @@ class KPCATrick(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
     def fit(self, X, y) -> "KPCATrick":
         """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels y; one pass over X."""
         self._validate_parameters()
-        self.training_, data = training_input(X, y)
+        training, data = training_input(X, y)
+        if isinstance(self.learner, str) and self.learner in _NEIGHBOUR_LEARNERS:  # before the pass: the labels say it all
+            require_class_spread(data.classes, data.codes, f"the {self.learner.upper()} metric learner compares each sample with "
+                                 "samples of its own class")
+        self.training_ = training
         codes, self.classes_, n = data.codes, data.classes, data.n_samples
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
         passes = kernel_passes(self, self.training_, codes, data)
