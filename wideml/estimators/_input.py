@@ -127,6 +127,31 @@ def memory_input(X, n_features: int | None = None, name: str = "the model") -> n
     return Xm
 
 
+def check_known_chunks(X) -> None:
+    """Refuse a dask array whose chunk sizes are unknown (NaN), before anything uses its shape.
+
+    Indexing with a dask boolean mask (``X[:, mask]``, ``X[X[:, 0] > 0]``)
+    leaves dask not knowing how many samples or features each chunk holds.
+    wideml needs the shape before any pass (labels per sample, feature counts,
+    chunk-aligned outputs), and finding it means computing the mask, which may
+    itself be a pass over X; so it is refused with the fix rather than
+    computed behind the user's back (the passes a fit makes are counted).
+
+    Raises
+    ------
+    WidemlError
+        Naming the axis and ``X.compute_chunk_sizes()``.
+    """
+    if not isinstance(X, da.Array) or X.ndim != 2:
+        return
+    axes = [name for name, sizes in zip(("samples", "features"), X.chunks) if any(np.isnan(size) for size in sizes)]
+    if axes:
+        raise WidemlError(
+            f"X is a dask array whose chunk sizes along its {' and '.join(axes)} are unknown (as after indexing with a dask "
+            "boolean mask), so its shape is not known; call X = X.compute_chunk_sizes() first, or index with a numpy mask."
+        )
+
+
 def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
     """Validate (X, y) from any supported source; no pass over X (metadata only).
 
@@ -150,6 +175,7 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
         In-memory input keeps its array (``numpy_X``) and builds its dask
         view only when a pass needs a graph.
     """
+    check_known_chunks(X)
     source: dict = {}
     numpy_X = None
     layout = layout_of(X)
@@ -247,8 +273,10 @@ def predict_input(X, n_features: int, name: str = "the model", layout: FeatureLa
 def check_feature_layout(X, n_features: int, name: str = "the model", layout: FeatureLayout | None = None) -> None:
     """Refuse X whose feature layout differs from the one recorded at fit (metadata only; see :func:`predict_input`).
 
-    A different number of features is left to the caller's count check.
+    A different number of features is left to the caller's count check; a
+    dask array of unknown chunk sizes is refused (:func:`check_known_chunks`).
     """
+    check_known_chunks(X)
     if layout is None:
         return
     data_layout = layout_of(X)
