@@ -72,6 +72,7 @@ REFUSED = [
     ("one_small", lambda: KernelLOL(n_components=2, classifier="qda"), ("class 'c' has 1 sample", "at least 3 samples")),
     ("pair", lambda: EmbeddingClassifier(LOL(), "qda"), ("class 'c' has 2 samples", "at least 4", "lower n_components to 1")),
     ("p1", lambda: EmbeddingClassifier(LOL(second_moment="quadratic"), "qda"), ("singular", "1 feature", "n_components to 1", "lda")),
+    ("pair", lambda: KernelLOL(n_components=20), ("n_components=20", "14 samples", "at most n_samples - 1 = 13")),
 ]
 
 
