@@ -24,7 +24,9 @@ Also measured:
 
 Usage::
 
-    python benchmarks/encoder_real_data.py [--replicates 5] [--data ../shared/data] [--skip-nn]
+    python benchmarks/encoder_real_data.py --data DIR [--replicates 5] [--skip-nn]
+
+DIR holds ``Cora.mat`` and ``faceYaleB_32x32.mat``.
 
 Writes ``benchmarks/results/encoder_real_data.json``.
 """
@@ -179,7 +181,7 @@ def print_table(results):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicates", type=int, default=5)
-    parser.add_argument("--data", default=str(HERE.parent.parent / "shared" / "data"))
+    parser.add_argument("--data", required=True, help="folder holding Cora.mat and faceYaleB_32x32.mat")
     parser.add_argument("--skip-nn", action="store_true", help="leave out the (slow) MLP")
     parser.add_argument("--output", default=str(HERE / "results" / "encoder_real_data.json"))
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Encoder-embedding algebra on small matrices (no access to X).
 
-The multi-kernel encoder classifier (``shared/papers/multi_kernel_encoder_classifier.md``)
+The multi-kernel encoder classifier (the encoder-embedding paper's Algorithm B)
 embeds sample i as Z(i, k) = kernel(x_i, u_k), with u_k the mean of the
 training samples of class k. Every kernel is a function of a few additive
 statistics (sums over features) that a streaming pass accumulates chunk by
