@@ -171,7 +171,7 @@ def cross_validate_dims(
         cv = StratifiedKFold(int(cv), shuffle=True, random_state=random_state)
     cv = check_cv(cv, data.y, classifier=True)
     folds = list(cv.split(np.zeros((n, 1)), data.codes))
-    _check_dimensions(estimators, data, folds, dims)
+    _check_dimensions(estimators, data, folds, dims, classifier)
     robust = any(est._uses_medians() for est in estimators.values())
     precisions = {getattr(est, "precision", "auto") for est in estimators.values()}
     precision = "float64" if "float64" in precisions else ("float32" if precisions == {"float32"} else "auto")
@@ -217,9 +217,12 @@ def _d_max(est, data) -> int:
     return est.n_components if est.n_components is not None else est._default_components(data)
 
 
-def _check_dimensions(estimators, data, folds, dims) -> None:
-    """Before the pass: each method's d_max fits the smallest training fold, and ``dims`` leaves something to evaluate."""
+def _check_dimensions(estimators, data, folds, dims, classifier: str = "lda") -> None:
+    """Before the pass: each method's d_max fits the smallest training fold (and, for QDA, its smallest class),
+    and ``dims`` leaves something to evaluate."""
     n_train = min(len(train) for train, _ in folds)
+    if classifier == "qda":
+        _check_qda_folds(estimators, data, folds, dims)
     for name, est in estimators.items():
         d_max = _d_max(est, data)
         bound = est._component_bound(n_train, data.n_classes, data.n_features)
@@ -230,6 +233,25 @@ def _check_dimensions(estimators, data, folds, dims) -> None:
             )
         if dims is not None and not any(1 <= int(d) <= d_max for d in dims):
             raise WidemlError(f"dims={list(dims)} has no dimension between 1 and method {name!r}'s d_max = {d_max}; give dims in that range.")
+
+
+def _check_qda_folds(estimators, data, folds, dims) -> None:
+    """QDA fits a d x d covariance per class on each training fold: the smallest class of any fold needs d + 1 samples."""
+    smallest, label = None, None
+    for train, _ in folds:
+        counts = np.bincount(np.asarray(data.codes)[np.asarray(train)], minlength=data.n_classes)
+        i = int(np.argmin(counts))
+        if smallest is None or counts[i] < smallest:
+            smallest, label = int(counts[i]), data.classes[i]
+    for name, est in estimators.items():
+        d_top = _d_max(est, data) if dims is None else max(int(d) for d in dims)
+        if d_top > smallest - 1:
+            label = label.item() if hasattr(label, "item") else label
+            raise WidemlError(
+                f"method {name!r} is scored up to d = {d_top} with QDA, but class {label!r} has only {smallest} samples in a "
+                f"training fold, allowing at most d = {max(smallest - 1, 0)}; lower --max-dim (n_components or dims), use "
+                "fewer folds, or use --classifier lda."
+            )
 
 
 def _fold_results(estimators, stats, data, folds, dims, classifier, robust) -> dict:
