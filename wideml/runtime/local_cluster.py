@@ -4,12 +4,26 @@ Two runs may overlap on one machine: the scheduler and the workers listen on
 ports the system picks, on 127.0.0.1 only, and no dashboard is started unless
 config ``wideml.dashboard`` asks for one (``true`` for a free port, or
 ``HOST:PORT``), so nothing competes for dask's default port 8787.
+
+The scheduler, nannies and workers keep their ``dask-scratch-space`` in a
+folder of their own in wideml's work folder (config ``workdir``, else the system
+temporary directory): ``wideml-fit-TOKEN``, claimed with this process's owner
+record and removed when the cluster stops, so no ``dask-scratch-space`` is ever
+left in the current folder (where :func:`tempfile.gettempdir` falls back to
+when no temporary directory is writable). A run killed outright leaves it to the
+next run's sweep of abandoned work folders, or to ``wideml clean``.
+
+``local:N`` is refused when N exceeds :data:`WORKERS_PER_CORE` worker processes
+per usable core: more only adds processes that compete for the same cores and
+memory (``local:1000`` on 2 cores did not finish starting in 120 s).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import uuid
 from collections.abc import Iterator
 
 from wideml.exceptions import ConfigError
@@ -35,6 +49,86 @@ def dashboard_address() -> str | None:
     return f"{host or '127.0.0.1'}:{port}"
 
 
+#: Most worker processes ``local:N`` may start per usable core.
+WORKERS_PER_CORE = 4
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it, else the CPU count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def check_worker_count(n_workers: int, spec: str | None = None) -> None:
+    """Refuse a LocalCluster of more than :data:`WORKERS_PER_CORE` worker processes per usable core, in one sentence.
+
+    Parameters
+    ----------
+    n_workers : int
+        The N of ``local:N``.
+    spec : str, optional
+        The scheduler as the user wrote it (for the message).
+
+    Raises
+    ------
+    ConfigError
+        If ``n_workers`` is above the bound.
+    """
+    cores = usable_cores()
+    bound = WORKERS_PER_CORE * cores
+    if n_workers > bound:
+        raise ConfigError(f"scheduler {spec or f'local:{n_workers}'!r} asks for {n_workers} worker processes, but this machine "
+                          f"has {cores} usable core{'' if cores == 1 else 's'}; use local:N with N at most {bound} "
+                          f"(local:{cores}, one single-threaded worker per core, is usually fastest).")
+
+
+def _scratch_parent() -> str:
+    """wideml's work folder: config ``workdir``, else the system temporary directory (absolute, symlinks resolved)."""
+    import tempfile
+
+    from wideml.runtime.config import config_value
+
+    workdir = config_value("workdir")
+    if isinstance(workdir, str) and workdir.strip():
+        return os.path.realpath(os.path.expanduser(workdir))
+    return os.path.realpath(tempfile.gettempdir())
+
+
+@contextlib.contextmanager
+def cluster_scratch() -> Iterator[str]:
+    """A fresh owned folder ``wideml-fit-TOKEN`` in the work folder for a LocalCluster's scratch space; removed on exit.
+
+    Yields
+    ------
+    str
+        The folder's absolute path.
+
+    Raises
+    ------
+    ConfigError
+        If the folder cannot be made there.
+    """
+    from wideml.runtime.ownership import claim
+    from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
+
+    parent = _scratch_parent()
+    folder = os.path.join(parent, f"wideml-fit-{uuid.uuid4().hex[:12]}")
+    try:
+        os.mkdir(folder, 0o700)
+    except OSError as exc:
+        raise ConfigError(f"cannot make the local cluster's scratch folder in {parent} ({exc.strerror or exc}); "
+                          "set config workdir (or --workdir) to a writable folder.") from None
+    try:
+        claim(folder)
+        register_scratch(folder)
+        yield folder
+    finally:
+        remove_tree(folder)
+        unregister_scratch(folder)
+
+
 @contextlib.contextmanager
 def start_local_cluster(n_workers: int) -> Iterator:
     """Start a LocalCluster of ``n_workers`` single-threaded worker processes and yield a client of it.
@@ -42,27 +136,40 @@ def start_local_cluster(n_workers: int) -> Iterator:
     Parameters
     ----------
     n_workers : int
-        Worker processes (one thread each).
+        Worker processes (one thread each); at most :data:`WORKERS_PER_CORE`
+        per usable core.
 
     Yields
     ------
     distributed.Client
-        Connected to the cluster; cluster and client are closed on exit.
+        Connected to the cluster; cluster and client are closed on exit, then
+        the cluster's scratch folder (:func:`cluster_scratch`) is removed.
+
+    Raises
+    ------
+    ConfigError
+        If ``n_workers`` is above the bound (before any process starts).
     """
+    import dask.config
     from distributed import Client, LocalCluster
 
+    check_worker_count(n_workers)
     dashboard = dashboard_address()
-    with LocalCluster(
-        n_workers=n_workers,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        scheduler_port=0,
-        # the scheduler serves HTTP (health, metrics) even without a dashboard: on a free port, never 8787
-        dashboard_address=dashboard or "127.0.0.1:0",
-        scheduler_kwargs={"dashboard": dashboard is not None},
-        worker_dashboard_address=None,
-        silence_logs=logging.ERROR,
-    ) as cluster, Client(cluster) as client:
-        client._wideml_dashboard = dashboard is not None  # describe_scheduler() prints the link
-        yield client
+    with cluster_scratch() as scratch:
+        with dask.config.set({"temporary-directory": scratch}):  # the scheduler's and the nannies' scratch space too
+            cluster = LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                scheduler_port=0,
+                # the scheduler serves HTTP (health, metrics) even without a dashboard: on a free port, never 8787
+                dashboard_address=dashboard or "127.0.0.1:0",
+                scheduler_kwargs={"dashboard": dashboard is not None},
+                worker_dashboard_address=None,
+                silence_logs=logging.ERROR,
+                local_directory=scratch,
+            )
+        with cluster, Client(cluster) as client:
+            client._wideml_dashboard = dashboard is not None  # describe_scheduler() prints the link
+            yield client

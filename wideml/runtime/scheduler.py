@@ -24,8 +24,9 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
         ``"threads"`` (default, dask's threaded scheduler), ``"processes"``,
         ``"sync"``, ``"local:N"`` (starts a ``dask.distributed.LocalCluster`` of
         N single-threaded worker processes bound to 127.0.0.1 on free ports,
-        with no dashboard unless config ``wideml.dashboard`` asks, and stops it
-        on exit) or a scheduler address ``"tcp://HOST:PORT"`` /
+        with no dashboard unless config ``wideml.dashboard`` asks, its scratch
+        space in a work folder it removes, and stops it on exit; N is at most
+        4 per usable core) or a scheduler address ``"tcp://HOST:PORT"`` /
         ``"tls://HOST:PORT"`` (TLS from dask's ``distributed.comm.tls.*``
         settings). ``None`` reads ``wideml.scheduler`` from the config. An
         explicit local choice wins over a default ``distributed.Client``.
@@ -58,7 +59,9 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
         n_workers = int(match.group(1))
         if n_workers < 1:
             raise ConfigError(f"scheduler {spec!r} asks for no workers; use local:N with N >= 1.")
-        from wideml.runtime.local_cluster import start_local_cluster
+        from wideml.runtime.local_cluster import check_worker_count, start_local_cluster
+
+        check_worker_count(n_workers, spec)  # before any process starts
 
         with start_local_cluster(n_workers) as client, dask.config.set(scheduler=client):
             yield spec
