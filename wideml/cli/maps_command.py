@@ -35,7 +35,8 @@ def run_maps(args: argparse.Namespace) -> int:
                        plot=None if args.png == "none" else args.png)
     manifest = json.loads((files[-1].parent / MANIFEST).read_text())
     for entry in manifest["maps"]:
-        print(f"{entry['name']}: {', '.join(entry['files'])}")
+        intercept = f" (intercept b = {entry['intercept']!r})" if "intercept" in entry else ""
+        print(f"{entry['name']}: {', '.join(entry['files'])}{intercept}")
     for note in manifest["notes"]:
         print(f"note: {note}")
     print(f"wrote {len(manifest['maps'])} maps ({len(files)} files) to {args.output}; sign convention: {manifest['sign_convention']}")

@@ -14,7 +14,10 @@
   (more classes);
 - ``discriminant_weights`` (two classes) or ``discriminant_weights_<label>``:
   the feature-space weights ``w`` of an EmbeddingClassifier with LDA, such that
-  ``decision_function(X) == X @ w + b`` (derivation in :func:`lda_feature_weights`).
+  ``decision_function(X) == X @ w + b`` (derivation in :func:`lda_feature_weights`);
+  each such map carries its intercept ``b`` (:attr:`FeatureMap.intercept`, the
+  ``intercept`` of its ``maps.json`` entry), so the formula can be used from
+  the files alone.
 
 **Sign convention.** Positive means *higher in the second class*
 (``classes_[1]``) than in the first (``classes_[0]``). Each direction's sign
@@ -59,6 +62,8 @@ class FeatureMap:
         Returns the values, ndarray of float64 of shape (n_features,).
     flipped : bool or None
         Whether the model's sign was flipped (directions only).
+    intercept : float or None
+        The intercept ``b`` of ``decision_function(X) = X @ w + b`` (discriminant weights only).
     """
 
     name: str
@@ -66,6 +71,7 @@ class FeatureMap:
     meaning: str
     load: Callable[[], np.ndarray]
     flipped: bool | None = None
+    intercept: float | None = None
 
 
 @dataclass
@@ -140,8 +146,24 @@ def lda_feature_weights(components_T, offset: np.ndarray, coef: np.ndarray, inte
     """
     coef = np.asarray(coef, dtype=np.float64)
     W = _dense(components_T @ coef.T)
-    b = np.asarray(intercept, dtype=np.float64) - np.asarray(offset, dtype=np.float64) @ coef.T
-    return W, b
+    return W, lda_feature_intercepts(offset, coef, intercept)
+
+
+def lda_feature_intercepts(offset: np.ndarray, coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
+    """The intercepts ``b = intercept - offset coef^T`` of :func:`lda_feature_weights` (no p-sized work).
+
+    Parameters
+    ----------
+    offset : ndarray of shape (d,)
+    coef : ndarray of shape (k, d)
+    intercept : ndarray of shape (k,)
+
+    Returns
+    -------
+    ndarray of shape (k,)
+    """
+    coef = np.asarray(coef, dtype=np.float64)
+    return np.asarray(intercept, dtype=np.float64) - np.asarray(offset, dtype=np.float64) @ coef.T
 
 
 def model_maps(model) -> ModelMaps:
@@ -239,18 +261,21 @@ def _add_discriminant(out: ModelMaps, model) -> None:
         return
     emb = model.embedding_
     cache: dict = {}
+    b = lda_feature_intercepts(emb.offset_, clf.coef_, clf.intercept_)
 
     def weights(col: int) -> np.ndarray:
         if "W" not in cache:
-            cache["W"], cache["b"] = lda_feature_weights(emb.components_.T, emb.offset_, clf.coef_, clf.intercept_)
+            cache["W"], _ = lda_feature_weights(emb.components_.T, emb.offset_, clf.coef_, clf.intercept_)
         return cache["W"][:, col]
 
     if clf.coef_.shape[0] == 1:
         out.maps.append(FeatureMap("discriminant_weights", "discriminant_weights",
-                                   f"feature-space weights w of the LDA decision function (decision_function(X) = X @ w + b; "
-                                   f"positive favours {out.classes[1]!r})", lambda: weights(0)))
+                                   f"feature-space weights w of the LDA decision function (decision_function(X) = X @ w + b, "
+                                   f"b = this entry's intercept; X the raw features; positive favours {out.classes[1]!r})",
+                                   lambda: weights(0), intercept=float(b[0])))
         return
     for k, label in enumerate(out.classes):
         out.maps.append(FeatureMap(f"discriminant_weights_{safe_label(label)}", "discriminant_weights",
                                    f"feature-space weights of the LDA decision function for class {label!r} "
-                                   "(column k of decision_function(X) = X @ W + b)", lambda k=k: weights(k)))
+                                   f"(column {k} of decision_function(X) = X @ W + b, with this entry's intercept as b[{k}]; "
+                                   "X the raw features)", lambda k=k: weights(k), intercept=float(b[k])))

@@ -11,8 +11,10 @@ medians, the mean difference, the LDA weight map in feature space):
   installed, else matplotlib), or the values against the feature index;
 - ``<name>_top.tsv`` when the store had ``feature_ids``: the top-N features
   by |weight| (rank, feature_id, weight);
-- ``maps.json``: each map's meaning, sign convention and files, and notes on
-  what has no map (e.g. QDA).
+- ``maps.json``: each map's meaning, sign convention and files (the
+  discriminant weight maps with their ``intercept`` b, so that
+  ``decision_function(X) = X @ w + b`` can be computed from the files), and
+  notes on what has no map (e.g. QDA).
 
 Sign convention: positive = higher in the second class (``classes_[1]``);
 see :mod:`wideml.estimators.maps`.
@@ -115,6 +117,8 @@ def _entry(fmap, values: np.ndarray, files: list[str], spatial, ids) -> dict:
              "max_abs": float(abs(values[peak])), "peak_feature": peak}
     if fmap.flipped is not None:
         entry["flipped"] = fmap.flipped
+    if fmap.intercept is not None:
+        entry["intercept"] = fmap.intercept  # b of decision_function(X) = X @ w + b
     if spatial is not None:
         voxel = np.unravel_index(int(spatial.flat_index()[peak]), spatial.grid_shape)
         entry["peak_voxel"] = [int(v) for v in voxel]
