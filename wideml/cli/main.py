@@ -179,7 +179,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _clean_up() -> None:
     """After a failed or interrupted run: wait for running tasks, then remove this run's partial outputs and work folders."""
-    from wideml.runtime.ownership import remove_scratch
+    from wideml.runtime.removal import remove_scratch
     from wideml.runtime.quiesce import wait_for_running_tasks
 
     try:
