@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import uuid
 from collections.abc import Iterator
 
 from wideml.exceptions import ConfigError
@@ -110,18 +109,18 @@ def cluster_scratch() -> Iterator[str]:
     ConfigError
         If the folder cannot be made there.
     """
-    from wideml.runtime.ownership import claim
+    from wideml.runtime.owned_names import work_folder_name
+    from wideml.runtime.ownership import create_claimed
     from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
 
     parent = _scratch_parent()
-    folder = os.path.join(parent, f"wideml-fit-{uuid.uuid4().hex[:12]}")
+    folder = os.path.join(parent, work_folder_name())
     try:
-        os.mkdir(folder, 0o700)
+        create_claimed(folder, "work", 0o700)  # the folder and its owner record at once; never an existing folder
     except OSError as exc:
         raise ConfigError(f"cannot make the local cluster's scratch folder in {parent} ({exc.strerror or exc}); "
                           "set config workdir (or --workdir) to a writable folder.") from None
     try:
-        claim(folder)
         register_scratch(folder)
         yield folder
     finally:
