@@ -165,3 +165,28 @@ def test_max_power_iter_below_n_power_iter_is_refused():
     X, y = flat(60, 200)
     with pytest.raises(WidemlError, match="max_power_iter"):
         LOL(3, n_power_iter=5, max_power_iter=2).fit(X, y)
+
+
+def test_auto_keeps_the_gram_when_the_randomized_solver_would_save_no_real_time():
+    """One feature, 40 samples: both estimates are ~0 s, their ratio meaningless; before the floor auto took randomized."""
+    from wideml.estimators._solver import MIN_SAVING_S, choose_solver, estimate_seconds
+
+    est = estimate_seconds(40, 1, 1)
+    assert est["gram"] >= 2 * est["randomized"] and est["gram"] - est["randomized"] < MIN_SAVING_S
+    solver, reason = choose_solver(40, 1, 1, memory_budget=2**32)
+    assert solver == "gram" and "KiB with workspace" in reason
+
+
+def test_one_feature_caps_the_dimension_before_any_pass():
+    import numpy as np
+
+    from wideml import LOL, PCA
+    from wideml.exceptions import WidemlError
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((40, 1)), np.repeat([0, 1], 20)
+    assert LOL().fit(X, y).components_.shape == (1, 1)  # the default d (K = 2) is capped at p = 1
+    assert PCA().fit(X, y).components_.shape == (1, 1)
+    for est in (LOL(n_components=2), PCA(n_components=2)):
+        with pytest.raises(WidemlError, match="larger than the data allow"):
+            est.fit(X, y)

@@ -69,8 +69,9 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
                               "do not go together; max_power_iter caps the power iterations, so make it at least n_power_iter.")
 
     def _component_bound(self, n: int, n_classes: int, p: int) -> int:
-        """Most components the data allow (LOL/QOQ: K-1 centroid differences + min(n - K, p) directions)."""
-        return (n_classes - 1) + min(n - n_classes, p)
+        """Most components the data allow (LOL/QOQ: K-1 centroid differences + min(n - K, p) directions, and never
+        more than the p dimensions the loadings live in)."""
+        return min((n_classes - 1) + min(n - n_classes, p), p)
 
     def _target_required(self) -> bool:
         """Whether ``fit`` needs labels (every method but PCA)."""
@@ -80,7 +81,7 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
         return resolve_precision(self.precision, dtype)
 
     def _default_components(self, data: FitInput) -> int:
-        return min(data.n_classes, max(1, data.n_samples - 1))
+        return max(1, min(data.n_classes, data.n_samples - 1, data.n_features))
 
     # -- fit ---------------------------------------------------------------------------
     @_resume.auto_resumable
@@ -119,8 +120,8 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
         n, p, K = data.n_samples, data.n_features, data.n_classes
         d = self.n_components if self.n_components is not None else self._default_components(data)
         # a bound no method exceeds, checked before any pass (each method's exact limit follows from the Gram)
-        bound = (K - 1) + min(n - K, p)
-        _check_components(d, bound, self._method_name(), f"(n_classes - 1) + min(n_samples - n_classes, n_features) = {bound}")
+        bound = self._component_bound(n, K, p)
+        _check_components(d, bound, self._method_name(), f"{n} samples, {K} classes, {p} features")
         median = self._uses_medians()
         group = None
         solver, reason = self._choose_solver(data, d)

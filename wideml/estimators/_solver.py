@@ -21,7 +21,8 @@ Memory: the Gram solver keeps a few n x n float64 matrices alive per lane of its
 do not fit half the memory budget (config ``memory-limit``) the randomized solver is used
 whatever the time estimate says. When they fit, the exact solver is kept unless the estimate puts it at
 :data:`CLEARLY_COSTLIER` (2x) the randomized solver's time or more: a near tie ("0.55 s vs 0.53 s") is
-within the model's error, and the randomized solver's subspace is only as good as its convergence.
+within the model's error, and the randomized solver's subspace is only as good as its convergence; nor when
+it saves less than :data:`MIN_SAVING_S` seconds.
 """
 
 from __future__ import annotations
@@ -81,9 +82,15 @@ def estimate_seconds(n: int, p: int, d: int, n_power_iter: int = 1, n_oversample
 #: the cost model's errors are of this order on small fits, and the exact solution is worth a near tie.
 CLEARLY_COSTLIER = 2.0
 
+#: ... and only when that saves at least this many seconds: on small fits both estimates round to nothing
+#: ("0.00 s vs 0.00 s") and the exact solution costs no real time.
+MIN_SAVING_S = 10.0
+
 
 def _size(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.0f} MiB"
+    if nbytes >= 2**30:
+        return f"{nbytes / 2**30:.1f} GiB"
+    return f"{nbytes / 2**20:.0f} MiB" if nbytes >= 2**20 else f"{max(1, round(nbytes / 2**10))} KiB"
 
 
 def choose_solver(
@@ -105,7 +112,8 @@ def choose_solver(
     clearly costlier: the randomized solver is taken only when the Gram does
     not fit, or when the cost model (:func:`estimate_seconds`, with the
     randomized solver at its fewest passes, ``n_power_iter``) puts the Gram at
-    :data:`CLEARLY_COSTLIER` times the randomized solver's time or more.
+    :data:`CLEARLY_COSTLIER` times the randomized solver's time or more, and
+    at least :data:`MIN_SAVING_S` seconds more.
     ``lanes`` is the number of Gram-pass accumulators (default: as many as
     :func:`wideml.passes.gram.gram_lanes` runs under ``memory_budget``), so
     the Gram is avoided when even one lane would not fit.
@@ -128,6 +136,6 @@ def choose_solver(
                               f"({_size(memory_budget / 2)})")
     est = estimate_seconds(n, p, d, n_power_iter, n_oversamples, itemsize)
     times = f"estimated {est['gram']:.2f} s (gram) vs {est['randomized']:.2f} s (randomized)"
-    if est["gram"] >= CLEARLY_COSTLIER * est["randomized"]:
+    if est["gram"] >= CLEARLY_COSTLIER * est["randomized"] and est["gram"] - est["randomized"] >= MIN_SAVING_S:
         return "randomized", f"the Gram fits the memory budget but is clearly costlier: {times}"
     return "gram", f"the n x n Gram ({_size(need)} with workspace) fits the memory budget and is not clearly costlier: {times}"
