@@ -173,3 +173,16 @@ def test_cli_fits_what_is_possible(stores, tmp_path):
     proc = run_cli("fit", "qoq", stores["p1"], "-o", tmp_path / "model", "--n-components", 1)
     assert proc.returncode == 0, proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["model"]
+
+
+def test_qoq_through_the_api_names_the_small_class_by_its_label_before_any_pass():
+    import numpy as np
+
+    from wideml import LOL
+    from wideml.exceptions import WidemlError
+
+    rng = np.random.default_rng(0)
+    y = np.array(["ctrl"] * 10 + ["case"] * 10 + ["rare"])
+    X = rng.standard_normal((y.size, 30))
+    with pytest.raises(WidemlError, match="class 'rare' has 1 sample, but QOQ estimates a covariance per class"):
+        LOL(n_components=2, second_moment="quadratic").fit(X, y)

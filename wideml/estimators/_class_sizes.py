@@ -68,6 +68,24 @@ def require_class_spread(classes: np.ndarray, codes: np.ndarray, needs: str) -> 
         )
 
 
+def require_every_class(classes: np.ndarray, codes: np.ndarray, at_least: int, needs: str) -> None:
+    """Refuse labels in which some class has fewer than ``at_least`` samples, naming the smallest class.
+
+    Parameters
+    ----------
+    classes : ndarray of shape (n_classes,)
+    codes : ndarray of int, shape (n_samples,)
+    at_least : int
+    needs : str
+        What needs them, completing "... but {needs}", e.g. "QOQ estimates a covariance per class".
+    """
+    counts = class_counts(codes, len(classes))
+    i = int(np.argmin(counts))
+    if counts[i] < at_least:
+        raise WidemlError(f"class {_label(classes, i)} has {_samples(int(counts[i]))}, but {needs} and needs at least "
+                          f"{at_least} samples in every class; give more samples of class {_label(classes, i)} or leave it out.")
+
+
 def require_qda_sizes(classes: np.ndarray, codes: np.ndarray, d: int, rank_bound: int | None = None) -> None:
     """Refuse QDA on a d-dimensional embedding when a class cannot have a non-singular d x d covariance.
 

@@ -73,6 +73,9 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
         more than the p dimensions the loadings live in)."""
         return min((n_classes - 1) + min(n - n_classes, p), p)
 
+    def _check_class_sizes(self, data: FitInput) -> None:
+        """Refuse, before any pass, classes too small for the method (none by default)."""
+
     def _target_required(self) -> bool:
         """Whether ``fit`` needs labels (every method but PCA)."""
         return True
@@ -122,6 +125,7 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
         # a bound no method exceeds, checked before any pass (each method's exact limit follows from the Gram)
         bound = self._component_bound(n, K, p)
         _check_components(d, bound, self._method_name(), f"{n} samples, {K} classes, {p} features")
+        self._check_class_sizes(data)
         median = self._uses_medians()
         group = None
         solver, reason = self._choose_solver(data, d)

@@ -125,6 +125,12 @@ class LOL(GramProjector):
             raise WidemlError("LOL parameters second_moment='quadratic' and solver='randomized' do not go together; "
                               "QOQ's per-class directions come from the Gram, so use solver='gram' (or 'auto').")
 
+    def _check_class_sizes(self, data) -> None:
+        if self.second_moment == "quadratic":
+            from wideml.estimators._class_sizes import require_every_class
+
+            require_every_class(data.classes, data.codes, 2, "QOQ estimates a covariance per class")
+
     def _uses_medians(self) -> bool:
         return bool(self.robust_first)
 
