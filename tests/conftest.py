@@ -94,3 +94,19 @@ def quiet_performance():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PerformanceWarning)
         yield
+
+
+@pytest.fixture
+def restore_dask_config():
+    """The CLI sets dask.config globally; a test that runs it in-process asks for this to stay independent."""
+    import copy
+
+    import dask.config
+
+    keys = ("wideml", "scheduler")
+    saved = {k: copy.deepcopy(dask.config.config[k]) for k in keys if k in dask.config.config}
+    yield
+    for k in keys:
+        dask.config.config.pop(k, None)
+    dask.config.config.update(saved)
+

@@ -66,3 +66,13 @@ def make_data(n=80, p=300, K=3, *, offset=0.0, signal=1.0, dtype=np.float64, see
     X = X + shift[y]
     X = X * signal + offset * (1 + rng.random(p))
     return X.astype(dtype), y
+
+
+def store_and_model(folder):
+    """``folder/s.zarr`` (40 x 80, two classes, feature chunks of 40) and ``folder/m.zarr`` (LDA on LOL(2)); returns ``folder``."""
+    from wideml import LOL, EmbeddingClassifier, open_store, save_model, write_store
+
+    X, y = make_data(n=40, p=80, K=2)
+    write_store(folder / "s.zarr", X, y, feature_chunk=40)
+    save_model(EmbeddingClassifier(LOL(n_components=2)).fit(open_store(folder / "s.zarr")), folder / "m.zarr")
+    return folder

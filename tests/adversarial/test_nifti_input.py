@@ -10,10 +10,8 @@ run it as a user does, in a fresh interpreter.
 
 from __future__ import annotations
 
-import copy
 import subprocess
 
-import dask
 import numpy as np
 import pytest
 
@@ -26,14 +24,8 @@ nib = pytest.importorskip("nibabel")
 
 
 @pytest.fixture(autouse=True)
-def restore_dask_config():
+def _independent_config(restore_dask_config):
     """The CLI sets dask.config globally; keep every test independent."""
-    keys = ("wideml", "scheduler")
-    saved = {k: copy.deepcopy(dask.config.config[k]) for k in keys if k in dask.config.config}
-    yield
-    for k in keys:
-        dask.config.config.pop(k, None)
-    dask.config.config.update(saved)
 
 
 @pytest.fixture

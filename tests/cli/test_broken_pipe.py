@@ -16,17 +16,14 @@ import sys
 
 import pytest
 
-from oracles import make_data
-from wideml import LOL, EmbeddingClassifier, open_store, save_model, write_store
+from oracles import store_and_model
 EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("broken_pipe")
-    X, y = make_data(n=40, p=80, K=2)
-    write_store(folder / "s.zarr", X, y, feature_chunk=40)
-    save_model(EmbeddingClassifier(LOL(n_components=2)).fit(open_store(folder / "s.zarr")), folder / "m.zarr")
+    store_and_model(folder)
     return folder
 
 

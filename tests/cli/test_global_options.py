@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from adversarial.harness import assert_refused, run_cli
-from oracles import make_data
-from wideml import LOL, EmbeddingClassifier, open_store, save_model, write_store
+from oracles import store_and_model
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,9 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("global_options")
-    X, y = make_data(n=40, p=80, K=2)
-    write_store(folder / "s.zarr", X, y, feature_chunk=40)
-    save_model(EmbeddingClassifier(LOL(n_components=2)).fit(open_store(folder / "s.zarr")), folder / "m.zarr")
+    store_and_model(folder)
     (folder / "bogus.yaml").write_text("wideml:\n  scheduler: bogus\n")
     (folder / "sync.yaml").write_text("wideml:\n  scheduler: sync\n")
     return folder

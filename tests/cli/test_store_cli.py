@@ -6,14 +6,12 @@ stderr, no traceback, and no output (or partial sibling) left behind.
 
 from __future__ import annotations
 
-import copy
 import os
 import subprocess
 import sys
 import time
 import warnings
 
-import dask
 import numpy as np
 import pytest
 import zarr
@@ -24,14 +22,8 @@ from wideml.storage import open_store, write_store
 
 
 @pytest.fixture(autouse=True)
-def restore_dask_config():
+def _independent_config(restore_dask_config):
     """--config/--memory-limit set dask.config globally; keep every test independent."""
-    keys = ("wideml", "scheduler")
-    saved = {k: copy.deepcopy(dask.config.config[k]) for k in keys if k in dask.config.config}
-    yield
-    for k in keys:
-        dask.config.config.pop(k, None)
-    dask.config.config.update(saved)
 
 
 def run(capsys, *args):

@@ -15,8 +15,7 @@ import dask.array as da
 import pytest
 
 from adversarial.harness import assert_refused, run_cli
-from oracles import make_data
-from wideml import LOL, EmbeddingClassifier, open_store, save_model, write_store
+from oracles import store_and_model
 from wideml.exceptions import ConfigError
 from wideml.runtime import local_cluster
 from wideml.runtime.scheduler import active_client, use_scheduler
@@ -53,9 +52,7 @@ def test_bound_is_four_workers_per_usable_core(monkeypatch):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("local_bound")
-    X, y = make_data(n=40, p=80, K=2)
-    write_store(folder / "s.zarr", X, y, feature_chunk=40)
-    save_model(EmbeddingClassifier(LOL(n_components=2)).fit(open_store(folder / "s.zarr")), folder / "m.zarr")
+    store_and_model(folder)
     return folder
 
 
