@@ -10,11 +10,11 @@ import sys
 import pytest
 
 from wideml.runtime.owned_names import aside_name, checkpoint_folder, is_owned_name, work_folder_name
-from wideml.runtime.ownership import (OWNER_FILE, OWNER_MARKER, ForeignFolderError, abandoned, claim, owner_alive,
-                                      read_owner, release, sweep, verdict, wideml_record)
+from wideml.runtime.ownership import (OWNER_FILE, OWNER_MARKER, ForeignFolderError, _write_record, abandoned, claim,
+                                      owner_alive, read_owner, release, sweep, verdict, wideml_record)
 
 
-def _claimed_by_dead_process(folder, kind: str = "partial") -> None:
+def _claimed_by_dead_process(folder, kind: str | None = None) -> None:
     """``folder`` claimed by a real wideml process that has exited since."""
     code = f"import sys; from wideml.runtime.ownership import claim; claim(sys.argv[1], {kind!r})"
     subprocess.run([sys.executable, "-c", code, str(folder)], check=True)
@@ -47,10 +47,10 @@ def test_sweep_removes_dead_owners_only(tmp_path):
     unknown.mkdir()
     (unknown / "zarr.json").write_text("{}")
     _claimed_by_dead_process(other_host)
-    (other_host / OWNER_FILE).write_text(json.dumps(read_owner(other_host) | {"host": "another-node"}))
+    _write_record(other_host, read_owner(other_host) | {"host": "another-node"})
     claim(reused_pid)  # our pid, but a start time that is not ours: the pid was reused, the owner is gone
     record = read_owner(reused_pid)
-    (reused_pid / OWNER_FILE).write_text(json.dumps(record | {"start_time": record["start_time"] - 1000}))
+    _write_record(reused_pid, record | {"start_time": record["start_time"] - 1000})
     _claimed_by_dead_process(unmatched)
     for folder in (dead, alive, unknown, other_host, reused_pid, unmatched):
         _backdate(folder)
@@ -123,7 +123,7 @@ def test_owner_of_another_boot_is_gone_and_of_another_pid_namespace_is_unknown(t
     rebooted, container = tmp_path / aside_name("a", "partial"), tmp_path / aside_name("b", "partial")
     for folder, key, value in ((rebooted, "boot_id", "another-boot"), (container, "pid_ns", "pid:[1]")):
         claim(folder)  # this very process, alive: only the recorded boot / namespace differs
-        (folder / OWNER_FILE).write_text(json.dumps(read_owner(folder) | {key: value}))
+        _write_record(folder, read_owner(folder) | {key: value})
     assert owner_alive(rebooted) is False  # every process of an earlier boot is gone
     assert owner_alive(container) is None  # its pid cannot be looked up from here: kept
     assert sweep(tmp_path) == [rebooted] and container.is_dir()
@@ -260,3 +260,43 @@ def test_a_dead_workers_work_folder_is_swept_the_rerun_on_a_live_worker_is_kept(
         future.cancel()
     finally:
         cluster.close()
+
+
+def test_a_hand_written_edited_linked_or_foreign_key_record_proves_nothing(tmp_path, monkeypatch):
+    """Forged records (issue 22, user-world round): every field right, but not signed with this user's owner key."""
+    names = [aside_name(f"f{i}", "partial") for i in range(5)] + ["thesis.wideml-work"]
+    folders = [tmp_path / name for name in names]
+    for folder in folders:
+        _claimed_by_dead_process(folder)  # a real record of a dead wideml run: removable as it is
+        (folder / "precious.txt").write_text("mine")
+    hand, edited, linked, other_key, wrong_kind, checkpoint = folders
+    (hand / OWNER_FILE).write_text(json.dumps({k: v for k, v in read_owner(hand).items() if k != "signature"}))
+    (edited / OWNER_FILE).write_text(json.dumps(read_owner(edited) | {"argv": ["rm", "-rf", "/"]}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.replace(linked / OWNER_FILE, elsewhere / OWNER_FILE)
+    (linked / OWNER_FILE).symlink_to(elsewhere / OWNER_FILE)
+    code = "import sys; from wideml.runtime.ownership import claim; claim(sys.argv[1])"
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "another-user"))
+    import shutil
+
+    shutil.rmtree(other_key)
+    subprocess.run([sys.executable, "-c", code, str(other_key)], check=True, env=env)  # signed with another user's key
+    (other_key / "precious.txt").write_text("mine")
+    _write_record(wrong_kind, read_owner(wrong_kind) | {"kind": "work"})  # signed, but a work record on a partial name
+    for folder in (hand, edited, linked, other_key, wrong_kind):
+        assert verdict(folder) == "unrecorded", folder
+    assert verdict(checkpoint) == "dead"  # the control: an untouched record of a dead run
+    assert sweep(tmp_path) == [checkpoint]
+    assert all((f / "precious.txt").exists() for f in (hand, edited, linked, other_key, wrong_kind))
+
+
+def test_claim_refuses_a_symlinked_folder(tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "data.txt").write_text("mine")
+    link = tmp_path / "m.model.wideml-work"
+    link.symlink_to(victim)
+    with pytest.raises(ForeignFolderError, match="symbolic link"):
+        claim(link, "checkpoint")
+    assert sorted(os.listdir(victim)) == ["data.txt"]

@@ -130,8 +130,11 @@ def owner_record(name: str = "", kind: str = "folder", state: str = "running") -
 
 
 def _write_record(folder: Path, record: dict) -> None:
+    """Write ``record``, signed with this user's owner key (:mod:`wideml.runtime.owner_key`), as ``folder``'s owner file."""
+    from wideml.runtime.owner_key import sign
+
     tmp = folder / f"{OWNER_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(record))
+    tmp.write_text(json.dumps(sign(record)))
     os.replace(tmp, folder / OWNER_FILE)
 
 
@@ -144,15 +147,26 @@ def _has_content(folder: Path) -> bool:
     return any(not (name.startswith(OWNER_FILE + ".") and name.endswith(".tmp")) for name in names)
 
 
-def claim(folder: str | os.PathLike, kind: str = "folder", *, made_here: bool = False) -> None:
+def _kind_of(name: str) -> str:
+    """The kind a folder called ``name`` is for, from its name."""
+    from wideml.runtime.owned_names import is_aside_name, is_checkpoint_name, is_work_folder_name
+
+    if is_aside_name(name):
+        return "old" if ".wideml-old-" in name else "partial"
+    if is_work_folder_name(name):
+        return "work"
+    return "checkpoint" if is_checkpoint_name(name) else "folder"
+
+
+def claim(folder: str | os.PathLike, kind: str | None = None, *, made_here: bool = False) -> None:
     """Write this process's owner record into ``folder`` (created if missing).
 
     Parameters
     ----------
     folder : path-like
         A directory this process is about to fill.
-    kind : str
-        What it is for (recorded).
+    kind : str, optional
+        What it is for (recorded); by default read from the folder's name.
     made_here : bool, default False
         This process has just made ``folder`` and its content itself (e.g. an
         intermediate store moved into place), so it is claimed as it is.
@@ -165,6 +179,10 @@ def claim(folder: str | os.PathLike, kind: str = "folder", *, made_here: bool = 
         have a wideml name; a folder another running wideml run writes into).
     """
     folder = Path(folder)
+    kind = kind or _kind_of(folder.name)
+    if folder.is_symlink():
+        raise ForeignFolderError(f"{folder} is a symbolic link; wideml does not write through a link it did not make: "
+                                 "remove the link or choose another output.")
     if not made_here and _has_content(folder):
         state = verdict(folder)
         record = wideml_record(folder)
@@ -182,7 +200,7 @@ def claim(folder: str | os.PathLike, kind: str = "folder", *, made_here: bool = 
     _write_record(folder, owner_record(folder.name, kind))
 
 
-def create_claimed(folder: str | os.PathLike, kind: str, mode: int = 0o777) -> None:
+def create_claimed(folder: str | os.PathLike, kind: str | None = None, mode: int = 0o777) -> None:
     """Make the new folder ``folder`` and write this process's owner record into it at once.
 
     The record is built before the folder exists, so a process killed between
@@ -191,7 +209,7 @@ def create_claimed(folder: str | os.PathLike, kind: str, mode: int = 0o777) -> N
     existing folder is never taken over.
     """
     folder = Path(folder)
-    record = owner_record(folder.name, kind)
+    record = owner_record(folder.name, kind or _kind_of(folder.name))
     folder.mkdir(mode)
     _write_record(folder, record)
 
@@ -212,9 +230,11 @@ def release(folder: str | os.PathLike) -> None:
 
 
 def read_owner(folder: str | os.PathLike) -> dict | None:
-    """The owner file of ``folder`` as written (any program's), or None if it has none or it is unreadable."""
+    """The owner file of ``folder`` as written (any program's), or None if it has none, is a link, or is unreadable."""
     try:
-        record = json.loads((Path(folder) / OWNER_FILE).read_text())
+        fd = os.open(Path(folder) / OWNER_FILE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            record = json.loads(fh.read(1 << 20))
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
@@ -223,18 +243,39 @@ def read_owner(folder: str | os.PathLike) -> dict | None:
 def wideml_record(folder: str | os.PathLike) -> dict | None:
     """The owner record of ``folder`` if it is a wideml record written for this very folder, else None.
 
-    A record counts only with the wideml marker, a run id, and the folder's
-    own name: another program's ``.wideml-owner.json``, an older or forged
-    record, or a record copied along with a folder under another name is none.
+    A record counts only with the wideml marker, a run id, the folder's own
+    name, a kind that fits that name, and this user's signature
+    (:mod:`wideml.runtime.owner_key`): another program's ``.wideml-owner.json``,
+    an older, edited or hand-written record, a record behind a symbolic link,
+    or a record copied along with a folder under another name is none.
     """
     folder = Path(folder)
+    if folder.is_symlink():
+        return None
     record = read_owner(folder)
     if record is None or record.get("wideml") != OWNER_MARKER:
         return None
     run_id, name = record.get("run_id"), record.get("name")
     if not (isinstance(run_id, str) and len(run_id) == 32 and all(c in "0123456789abcdef" for c in run_id)):
         return None
-    return record if name == folder.name else None
+    if name != folder.name or not isinstance(record.get("pid"), int) or not _kind_fits(record.get("kind"), name):
+        return None
+    from wideml.runtime.owner_key import verify
+
+    return record if verify(record) else None
+
+
+def _kind_fits(kind, name: str) -> bool:
+    """Whether a record's ``kind`` is what a folder called ``name`` is for (a name wideml does not give: any kind)."""
+    from wideml.runtime.owned_names import is_aside_name, is_checkpoint_name, is_work_folder_name
+
+    if is_aside_name(name):
+        return kind in ("partial", "old")
+    if is_work_folder_name(name):
+        return kind == "work"
+    if is_checkpoint_name(name):
+        return kind == "checkpoint"
+    return isinstance(kind, str)
 
 
 def _is_this_process(record: dict | None) -> bool:
