@@ -71,7 +71,7 @@ REFUSED = [
     ("one_small", lambda: EmbeddingClassifier(LOL(1), "qda"), ("class 'c' has 1 sample", "at least 2 samples", "classifier='lda'")),
     ("one_small", lambda: KernelLOL(n_components=2, classifier="qda"), ("class 'c' has 1 sample", "at least 3 samples")),
     ("pair", lambda: EmbeddingClassifier(LOL(), "qda"), ("class 'c' has 2 samples", "at least 4", "lower n_components to 1")),
-    ("p1", lambda: EmbeddingClassifier(LOL(second_moment="quadratic"), "qda"), ("singular", "1 feature", "n_components to 1", "lda")),
+    ("p1", lambda: EmbeddingClassifier(LOL(2, second_moment="quadratic"), "qda"), ("singular", "1 feature", "n_components to 1", "lda")),
     ("pair", lambda: KernelLOL(n_components=20), ("n_components=20", "14 samples", "at most n_samples - 1 = 13")),
 ]
 
@@ -154,7 +154,7 @@ CLI = [
     ("singletons", ["kernel-lol"], ("single sample", "lda")),
     ("singletons", ["qoq"], ("class 'a' has 1 sample", "qda")),
     ("one_small", ["lol", "--classifier", "qda"], ("class 'c' has 1 sample", "qda", "--classifier lda")),
-    ("p1", ["qoq"], ("singular", "1 feature", "n_components to 1")),
+    ("p1", ["qoq", "--n-components", "2"], ("singular", "1 feature", "n_components to 1")),
 ]
 
 
@@ -173,6 +173,8 @@ def test_cli_fits_what_is_possible(stores, tmp_path):
     proc = run_cli("fit", "qoq", stores["p1"], "-o", tmp_path / "model", "--n-components", 1)
     assert proc.returncode == 0, proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["model"]
+    proc = run_cli("fit", "qoq", stores["p1"], "-o", tmp_path / "default")  # the default d is capped at p = 1
+    assert proc.returncode == 0 and "d = 1" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_qoq_through_the_api_names_the_small_class_by_its_label_before_any_pass():
