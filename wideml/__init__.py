@@ -1,28 +1,73 @@
 """wideml: out-of-core supervised dimensionality reduction and classification of wide data."""
 
+from typing import TYPE_CHECKING
+
 from wideml._version import __version__
 from wideml.exceptions import ConfigError, PerformanceWarning, StoreError, WidemlError
 
-from wideml.storage import create_store, open_store, write_store  # noqa: E402
-from wideml.storage.ingest import ingest  # noqa: E402
-from wideml.storage.rechunk import rechunk  # noqa: E402
-from wideml.estimators import (  # noqa: E402
-    LFL,
-    LOL,
-    PCA,
-    RRLDA,
-    EmbeddingClassifier,
-    EncoderClassifier,
-    KernelLOL,
-    KernelPCA,
-    KPCATrick,
-    cross_validate_dims,
-    cross_validate_encoder,
-)
-from wideml.estimators.persistence import load_model, save_model  # noqa: E402
-from wideml.storage.layout import ignore_feature_layout  # noqa: E402
-from wideml.maps import write_maps  # noqa: E402
-from wideml.estimators.image_input import images_to_array  # noqa: E402
+if TYPE_CHECKING:  # for type checkers and the import contract (import-linter sees these imports); never run
+    from wideml.estimators import (
+        LFL,
+        LOL,
+        PCA,
+        RRLDA,
+        EmbeddingClassifier,
+        EncoderClassifier,
+        KernelLOL,
+        KernelPCA,
+        KPCATrick,
+        cross_validate_dims,
+        cross_validate_encoder,
+    )
+    from wideml.estimators.image_input import images_to_array
+    from wideml.estimators.persistence import load_model, save_model
+    from wideml.maps import write_maps
+    from wideml.storage import create_store, open_store, write_store
+    from wideml.storage.ingest import ingest
+    from wideml.storage.layout import ignore_feature_layout
+    from wideml.storage.rechunk import rechunk
+
+#: Where each public name lives: imported on first use (PEP 562), so ``import wideml`` (and the console
+#: script's ``wideml.cli.entry``, which must handle Ctrl-C before numpy, dask and scikit-learn load) stays cheap.
+_LAZY = {
+    "create_store": "wideml.storage",
+    "open_store": "wideml.storage",
+    "write_store": "wideml.storage",
+    "ingest": "wideml.storage.ingest",
+    "rechunk": "wideml.storage.rechunk",
+    **{name: "wideml.estimators" for name in (
+        "LFL", "LOL", "PCA", "RRLDA", "EmbeddingClassifier", "EncoderClassifier", "KernelLOL", "KernelPCA",
+        "KPCATrick", "cross_validate_dims", "cross_validate_encoder")},
+    "load_model": "wideml.estimators.persistence",
+    "save_model": "wideml.estimators.persistence",
+    "ignore_feature_layout": "wideml.storage.layout",
+    "write_maps": "wideml.maps",
+    "images_to_array": "wideml.estimators.image_input",
+}
+
+
+def __getattr__(name: str):
+    """Import a public name (or a subpackage such as ``wideml.storage``) on first use."""
+    import importlib
+
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif not name.startswith("_"):
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ConfigError",

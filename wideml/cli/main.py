@@ -21,6 +21,7 @@ import sys
 import warnings
 
 from wideml._version import __version__
+from wideml.cli.entry import EXIT_STATUS, interrupted_line
 from wideml.exceptions import PerformanceWarning, WidemlError
 
 #: Modules under wideml.cli that each add subcommands through ``register(subparsers, common)``.
@@ -211,8 +212,7 @@ def _interrupted(signum: int) -> int:
     except BaseException:  # noqa: BLE001 - the one line below is all the user gets
         pass
     status = signals.EXIT_STATUS.get(signum, 130)
-    signals.say(f"wideml: interrupted by {signal.Signals(signum).name}; partial outputs and work folders of this run were removed.",
-                after_progress=_progress_shown())
+    signals.say(interrupted_line(signum), after_progress=_progress_shown())
     if signals.signal_received() is not None:
         try:
             sys.stdout.flush()
@@ -232,7 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     process still exits with the run's status. When the reader of stdout or
     stderr goes away (``wideml info s.zarr | head -3``), the run stops, its
     partial outputs are removed, the closed stream is pointed at os.devnull and
-    the status is :data:`EXIT_OUTPUT_CLOSED` (141), with no traceback.
+    the status is :data:`EXIT_OUTPUT_CLOSED` (141), with no traceback. A
+    KeyboardInterrupt before the run starts (while the command modules are
+    imported) gives the same one line and 130. The console script
+    (:func:`wideml.cli.entry.run`) handles the signals from the first moment.
     """
     try:
         try:
@@ -245,6 +248,14 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _clean_up()
         return EXIT_OUTPUT_CLOSED
+    except KeyboardInterrupt as exc:
+        # before the run (importing the command modules, parsing): nothing is written yet, nothing to clean up
+        signum = int(getattr(exc, "signum", signal.SIGINT))
+        try:
+            print(interrupted_line(signum), file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+        return EXIT_STATUS.get(signum, 128 + signum)
 
 
 def _closed_outputs() -> list[int]:
