@@ -143,3 +143,60 @@ def test_a_second_writer_of_the_same_output_is_refused_and_an_output_that_appear
     (killed,) = [p for p in tmp_path.iterdir() if p.name != "o.npy"]  # the SIGKILLed writer's partial folder
     assert sweep(tmp_path) == [killed]  # its run is over: the next run beside it removes it
     assert out.read_text() == "the user's" and sorted(p.name for p in tmp_path.iterdir()) == ["o.npy"]
+
+
+def _precious(folder):
+    folder.mkdir()
+    (folder / "id_ed25519").write_text("KEY")
+    return folder
+
+
+def test_overwrite_replaces_only_what_wideml_wrote(tmp_path, small_store):
+    """--overwrite on a user's folder or file, or on a link to one, is refused (user-world round: they were replaced)."""
+    home = tmp_path
+    ssh, thesis = _precious(home / ".ssh"), _precious(home / "thesis.old")
+    (home / ".bashrc").write_text("export X=1\n")
+    victim = _precious(home / "victim")
+    (home / "sl.model").symlink_to(victim)
+    cases = [("simulate", "trunk", "--n-samples", 20, "--n-features", 50, "-o", thesis, "--overwrite"),
+             ("fit", "lol", small_store, "-o", ssh, "--overwrite"),
+             ("fit", "lol", small_store, "-o", home / "sl.model", "--overwrite"),
+             ("rechunk", small_store, "-o", thesis, "--overwrite", "--feature-chunk", 50)]
+    for args in cases:
+        extra = ("--workdir", home) if args[0] == "fit" else ()
+        assert_refused(run_cli(*args, *extra), "symbolic link" if any(str(a).endswith("sl.model") for a in args) else "--overwrite will not replace")
+    model = home / "m.model"
+    assert run_cli("fit", "lol", small_store, "-o", model, "--workdir", home).returncode == 0
+    assert_refused(run_cli("predict", model, small_store, "-o", home / ".bashrc", "--overwrite"), "cannot prove it wrote it")
+    assert_refused(run_cli("maps", model, "-o", ssh, "--overwrite"), "cannot prove it wrote it")
+    assert (ssh / "id_ed25519").read_text() == "KEY" and (thesis / "id_ed25519").read_text() == "KEY"
+    assert (victim / "id_ed25519").read_text() == "KEY" and (home / ".bashrc").read_text() == "export X=1\n"
+    # what wideml wrote itself is replaced as before: a model, a store, a predictions CSV, a maps folder
+    for args in (("fit", "lol", small_store, "-o", model, "--overwrite"),
+                 ("predict", model, small_store, "-o", home / "p.csv"), ("predict", model, small_store, "-o", home / "p.csv", "--overwrite"),
+                 ("maps", model, "-o", home / "maps"), ("maps", model, "-o", home / "maps", "--overwrite"),
+                 ("simulate", "trunk", "--n-samples", 20, "--n-features", 50, "-o", home / "t.zarr"),
+                 ("simulate", "trunk", "--n-samples", 20, "--n-features", 50, "-o", home / "t.zarr", "--overwrite")):
+        proc = run_cli(*args, "--workdir", home) if args[0] == "fit" else run_cli(*args)
+        assert proc.returncode == 0, (args, proc.stderr)
+
+
+def test_two_outputs_on_one_path_and_a_work_folder_inside_an_output_or_input_are_refused(tmp_path, small_store):
+    same = tmp_path / "same.out"
+    assert_refused(run_cli("cv", small_store, "--methods", "lol", "--folds", 2, "--max-dim", 2, "-o", same, "--plot", same),
+                   "same path")
+    assert not same.exists()
+    for workdir in (tmp_path / "w.model", tmp_path / "w.model" / "work"):
+        assert_refused(run_cli("fit", "lol", small_store, "-o", tmp_path / "w.model", "--workdir", workdir), "work folder")
+    assert_refused(run_cli("fit", "lol", small_store, "-o", tmp_path / "x.model", "--workdir", small_store / "X"), "inside the input")
+    message = assert_refused(run_cli("fit", "lol", small_store, "-o", tmp_path / "y.model", "--workdir", tmp_path / "no" / "such"),
+                             "does not exist")
+    assert "nor does its parent" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_an_output_name_longer_than_the_filesystem_allows_is_one_sentence(tmp_path, small_store):
+    for args in (("simulate", "trunk", "--n-samples", 20, "--n-features", 50, "-o", tmp_path / ("c" * 256)),
+                 ("fit", "lol", small_store, "-o", tmp_path / ("d" * 300 + ".model"))):
+        assert_refused(run_cli(*args), "bytes long")
+    assert list(tmp_path.iterdir()) == []

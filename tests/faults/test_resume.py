@@ -219,3 +219,29 @@ def test_refused_fit_leaves_no_work_directory(f64_store, tmp_path):
     proc = _fit(f64_store[0], out, "gram", "--n-components", "5000")
     assert_refused(proc, "n_components")
     assert not out.exists() and not Path(f"{out}.wideml-work").exists()
+
+
+def test_a_fit_stopped_after_its_last_pass_reruns_instead_of_reading_a_gone_group(f64_store, reference, tmp_path, monkeypatch,
+                                                                                  restore_dask_config):
+    """Stopped between moving its fitted arrays out of the checkpoint folder and saving the model (user-world round):
+    the rerun found every pass 'already done' and read the removed arrays ('chunk ... is missing'); now it starts over."""
+    import wideml.estimators.persistence as persistence
+    from wideml.cli.main import main
+
+    train, test = f64_store[:2]
+    out = tmp_path / "m.zarr"
+    real_save = persistence.save_model
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(persistence, "save_model", stopped)
+    env = {"DASK_WIDEML__CHECKPOINT_INTERVAL": "0.000001"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert main(["fit", "lol", str(train), "-o", str(out), "--solver", "gram", "--no-progress"]) == 130
+    assert Path(f"{out}.wideml-work").is_dir() and not out.exists()
+    monkeypatch.setattr(persistence, "save_model", real_save)
+    assert main(["fit", "lol", str(train), "-o", str(out), "--solver", "gram", "--no-progress"]) == 0
+    _assert_same_model(reference["gram"], out, test)
+    assert not Path(f"{out}.wideml-work").exists()

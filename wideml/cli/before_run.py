@@ -109,7 +109,26 @@ def refuse_outputs_on_inputs(args: argparse.Namespace) -> None:
             path = _input_path(value)
             if path is not None:
                 inputs.append((dest, value, path))
-    for out in _outputs(args):
+    outputs = _outputs(args)
+    seen: dict[str, str] = {}
+    for out in outputs:
+        target = os.path.realpath(out)
+        if target in seen:
+            raise ConfigError(f"two outputs of this command name the same path {out}; the second would replace the first: "
+                              "give each output its own path.")
+        seen[target] = out
+    workdir = getattr(args, "workdir", None)
+    if isinstance(workdir, str) and os.path.isabs(workdir):
+        real = os.path.realpath(workdir)
+        for target, out in seen.items():
+            if _inside(real, target):
+                raise ConfigError(f"the work folder {workdir} is or lies inside the output {out}; work folders are "
+                                  "removed after the run: choose a --workdir outside the output.")
+        for dest, value, path in inputs:
+            if _inside(real, path):
+                raise ConfigError(f"the work folder {workdir} is or lies inside the input {value} (the {dest}); writing "
+                                  "there would change that input: choose a --workdir outside it.")
+    for out in outputs:
         target = os.path.realpath(out)
         for dest, value, path in inputs:
             if target == path:
@@ -133,6 +152,9 @@ def _workdir_folder() -> str:
     folder = resolve_workdir(None)
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise ConfigError(f"the work folder {folder} is a file, not a folder; pass a folder to --workdir (or config workdir).")
+    if not os.path.isdir(folder) and not os.path.isdir(os.path.dirname(folder)):
+        raise ConfigError(f"the work folder {folder} does not exist, nor does its parent {os.path.dirname(folder)}; "
+                          "create it first or pass an existing --workdir (a mistyped path is not created).")
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as exc:

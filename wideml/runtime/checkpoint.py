@@ -266,6 +266,15 @@ class Session:
         _write_json(manifest, fingerprint)
         return False
 
+    def start_over(self, why: str) -> None:
+        """Drop every pass's checkpoint (keeping the fingerprint and the owner record), saying ``why`` on stderr."""
+        manifest = os.path.join(self.folder, "manifest.json")
+        fingerprint = _read_json(manifest)
+        print(f"not resuming from the checkpoint in {self.folder}: {why}; starting over.", file=sys.stderr, flush=True)
+        self._empty()
+        if fingerprint is not None:
+            _write_json(manifest, fingerprint)
+
     def _empty(self) -> None:
         os.makedirs(self.folder, exist_ok=True)
         for name in os.listdir(self.folder):
@@ -349,7 +358,8 @@ def resumable(folder: str, resume: bool = True) -> Iterator[Session | None]:
 
         # an interrupt, a lost cluster or a full disk: keep what was done for the rerun; a refused
         # input (WidemlError) would be refused again, and a fit that saved nothing leaves nothing
-        keep = not isinstance(exc, WidemlError) and session.has_checkpoints()
+        # a closed output pipe (`wideml cv ... | head -1`) comes after the work is done: nothing to resume
+        keep = not isinstance(exc, (WidemlError, BrokenPipeError)) and session.has_checkpoints()
         raise
     finally:
         _ACTIVE.reset(token)

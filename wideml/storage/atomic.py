@@ -17,20 +17,41 @@ appears while a run writes (without ``overwrite``) is never replaced.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from wideml.exceptions import StoreError
-from wideml.runtime.owned_names import aside_name, is_aside_name
+from wideml.runtime.owned_names import NAME_MAX, aside_name, is_aside_name
 
 
 def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
-    """Refuse to replace an existing output unless ``overwrite`` is set."""
+    """Refuse to replace an existing output unless ``overwrite`` is set and wideml can prove it wrote it.
+
+    See :mod:`wideml.storage.output_marks`: a user's file or folder, or a
+    symbolic link, is never replaced, whatever ``overwrite`` says. A name
+    longer than the filesystem allows is one sentence too.
+    """
+    from wideml.storage.output_marks import made_by_wideml, why_not_replaced
+
     path = Path(path)
-    if path.exists() and not overwrite:
+    try:
+        exists = os.path.lexists(path)
+        parent_exists = path.parent.exists()
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise StoreError(f"the output name {path.name[:40]!r}... is {len(os.fsencode(path.name))} bytes long, more than "
+                             "a file name may have here (usually 255 bytes); choose a shorter name.") from None
+        raise
+    if len(os.fsencode(path.name)) > NAME_MAX:
+        raise StoreError(f"the output name {path.name[:40]!r}... is {len(os.fsencode(path.name))} bytes long, more than "
+                         f"a file name may have ({NAME_MAX} bytes); choose a shorter name.")
+    if exists and not overwrite:
         raise StoreError(f"output {str(path)!r} already exists; pass --overwrite (overwrite=True) to replace it or choose another path.")
-    if not path.parent.exists():
+    if exists and not made_by_wideml(path):
+        raise StoreError(why_not_replaced(path))
+    if not parent_exists:
         raise StoreError(f"cannot write {str(path)!r}: folder {str(path.parent)!r} does not exist; create it first.")
     return path
 
@@ -145,6 +166,11 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
         if os.path.lexists(path) and not overwrite:
             raise StoreError(f"output {str(path)!r} appeared while this run was writing it (another program or run made it); "
                              "nothing was replaced: pass --overwrite (overwrite=True) to replace it, or choose another output.")
+        from wideml.storage.output_marks import made_by_wideml, mark, why_not_replaced
+
+        if os.path.lexists(path) and not made_by_wideml(path):  # it changed while this run wrote
+            raise StoreError(why_not_replaced(path))
+        mark(tmp, path.name)
         if os.path.lexists(path):
             old = _owned_folder(path.parent, path.name, "old")
             os.replace(path, old / path.name)
