@@ -22,8 +22,8 @@ from wideml.exceptions import ConfigError
 _KEPT_WHY = {
     "running": "its run is still going",
     "unknown": "its run is on another host or in another container: run `wideml clean` there",
-    "unrecorded": "no wideml owner record, so wideml cannot tell it made it; if it is a leftover, remove it with "
-                  "`wideml clean --remove {path}`",
+    "unrecorded": "no wideml owner record proves wideml made it (there is none, or one not written by wideml for this "
+                  "folder); only if you know it is a wideml leftover, remove it with `wideml clean --remove {path}`",
 }
 
 
@@ -73,8 +73,9 @@ def _explicit(paths: list[str]) -> list[str]:
             raise ConfigError(f"--remove {raw}: not a folder; name a leftover folder listed by `wideml clean`.")
         if not is_owned_name(os.path.basename(path)):
             raise ConfigError(f"--remove {raw}: {os.path.basename(path)!r} is not a name wideml gives its leftovers "
-                              "(.NAME.wideml-partial-*, .NAME.wideml-old-*, wideml-fit-*, NAME.wideml-work); wideml "
-                              "removes nothing else.")
+                              "(.NAME.wideml-partial-T, .NAME.wideml-old-T and wideml-fit-T with T 12 hex digits; "
+                              "NAME.wideml-work; wideml-cv-K and wideml-resume-K with K 16 hex digits); wideml removes "
+                              "nothing else.")
         if verdict(path) in ("running", "unknown"):
             raise ConfigError(f"--remove {raw}: a wideml run still owns it ({_KEPT_WHY[verdict(path)].format(path=path)}).")
         checked.append(path)

@@ -337,7 +337,8 @@ def describe_owner(record: dict | None) -> str:
     started = record.get("start_time") or record.get("time")
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(started))) if isinstance(started, (int, float)) else "?"
     argv = record.get("argv")
-    command = " ".join(map(str, argv))[:120] if isinstance(argv, list) and argv else "?"
+    command = " ".join(map(str, argv)) if isinstance(argv, list) and argv else "?"
+    command = command if len(command) <= 160 else command[:159] + "…"
     worker = f", dask worker {record['worker']}" if record.get("worker") else ""
     return f"pid {record.get('pid')} on {record.get('host')}{worker}, started {when}: {command}"
 
