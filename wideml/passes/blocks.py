@@ -225,7 +225,8 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
     a relative path: a zarr array opened relatively is re-opened through its
     absolute path, and an h5py dataset is read through its file's absolute
     path off the threaded scheduler (:mod:`wideml.passes.external_arrays`).
-    A zarr array must have every chunk stored (:func:`~wideml.passes.zarr_chunks.check_zarr_chunks`).
+    A zarr array must have every chunk stored (:func:`~wideml.passes.zarr_chunks.check_zarr_chunks`), and so
+    must every zarr array a dask array's graph reads from (``da.from_zarr``, ``da.from_array(zarr_array)``).
 
     Raises
     ------
@@ -233,13 +234,16 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
         For an in-memory zarr array (or HDF5 file) while a dask.distributed
         client is active, a zarr array opened relatively from a directory
         that is no longer the working directory, or a zarr array with a chunk
-        that has no stored data (a StoreError).
+        that has no stored data, directly or under a dask array (a StoreError).
     """
     from wideml.storage.featurestore import FeatureStore
 
     if isinstance(X, FeatureStore):
         return X.X
     if isinstance(X, da.Array):
+        from wideml.passes.zarr_chunks import check_dask_zarr_chunks
+
+        check_dask_zarr_chunks(X)
         return X
     shape = getattr(X, "shape", None)
     if shape is None or not hasattr(X, "dtype"):

@@ -15,13 +15,24 @@ absent chunks mean the fill value (attribute ``wideml = {"missing_chunks":
 The check is one listing: of the array's folder on a local filesystem (with
 each shard's index for a sharded array, :mod:`wideml.storage.integrity`), else
 of the store's keys through zarr. A store that cannot list its keys is refused.
+
+A dask array handed in is checked the same way for every zarr array its graph
+reads from (:func:`check_dask_zarr_chunks`): ``da.from_zarr`` and
+``da.from_array(zarr_array)`` put the array in the graph as a value of its own
+("original-..." layer), or, with ``inline_array=True``, as a literal argument
+of the getter's blockwise layer; after ``dask.optimize`` it sits inside fused
+tasks' arguments. The graph is walked once without computing or materialising
+anything (a blockwise layer is read through its task template and literal
+arguments, not expanded per chunk); arrays are deduplicated by identity.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
+import sys
 from typing import Any
 
 from wideml.exceptions import StoreError
@@ -136,4 +147,124 @@ def check_zarr_chunks(X: Any) -> None:
         raise _missing_error(X, missing[0], grid, len(missing) - 1, "shard" if getattr(X, "shards", None) else "chunk")
 
 
-__all__ = ["check_zarr_chunks", "declares_fill"]
+#: How deep the walk looks into nested task arguments (a getter's arguments, a fused subgraph's tasks).
+_MAX_DEPTH = 12
+
+
+_SKIP, _ZARR, _TASK, _DATA, _ITEMS, _VALUES, _PARTIAL = range(7)
+
+
+class _Never:
+    """A type no graph value has."""
+
+
+class _Walk:
+    """One walk over a graph's values: the zarr arrays found (by id), and each value type's kind, decided once per type."""
+
+    def __init__(self, zarr_types: tuple) -> None:
+        try:
+            from dask._task_spec import DataNode, Task
+        except ImportError:  # dask before the task spec (2024.12): tasks are tuples
+            DataNode = Task = _Never  # noqa: N806
+        self.found: dict[int, Any] = {}
+        self._rules = ((zarr_types, _ZARR), (Task, _TASK), (DataNode, _DATA), ((tuple, list, set, frozenset), _ITEMS),
+                       (dict, _VALUES), (functools.partial, _PARTIAL))
+        self._kinds: dict[type, int] = {}
+
+    def _kind(self, typ: type) -> int:
+        kind = self._kinds.get(typ)
+        if kind is None:
+            kind = next((k for types, k in self._rules if issubclass(typ, types)), _SKIP)
+            self._kinds[typ] = kind
+        return kind
+
+    def collect(self, value: Any, depth: int = 0) -> None:
+        """Add every zarr array in ``value``: itself, or inside task arguments (a Task's func, args, kwargs) and containers."""
+        kind = self._kind(type(value))
+        if kind == _SKIP:
+            return
+        if kind == _ZARR:
+            self.found.setdefault(id(value), value)
+            return
+        if depth >= _MAX_DEPTH:
+            return
+        depth += 1
+        if kind == _TASK:  # also List/Tuple/Dict/Set containers, and fused subgraphs (a dict in args)
+            self.collect(value.func, depth)
+            items = itertools.chain(value.args, value.kwargs.values())
+        elif kind == _DATA:
+            items = (value.value,)
+        elif kind == _ITEMS:  # also legacy (func, *args) tasks
+            items = value
+        elif kind == _VALUES:
+            items = value.values()
+        else:
+            items = (value.args, value.keywords)
+        for item in items:
+            self.collect(item, depth)
+
+
+def _zarr_types() -> tuple:
+    """The zarr array classes, or () when zarr was never imported (then no graph can hold a zarr array)."""
+    zarr = sys.modules.get("zarr")
+    if zarr is None:
+        return ()
+    return tuple(t for t in (getattr(zarr, "Array", None), getattr(zarr, "AsyncArray", None)) if isinstance(t, type))
+
+
+def zarr_arrays_in_graph(X: Any) -> list:
+    """Every distinct zarr array (by identity) that the dask collection ``X``'s graph reads from; nothing is computed.
+
+    Parameters
+    ----------
+    X : dask.array.Array
+        Any dask collection.
+
+    Returns
+    -------
+    list of zarr.Array
+        In the order found; empty for a graph over numpy, h5py or wideml's own readers.
+    """
+    zarr_types = _zarr_types()
+    if not zarr_types:
+        return []
+    from dask.blockwise import Blockwise
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+    walk = _Walk(zarr_types)
+    graph = X.__dask_graph__()
+    layers = graph.layers.values() if isinstance(graph, HighLevelGraph) else [graph]
+    for layer in layers:
+        if isinstance(layer, Blockwise):  # never expanded: its template and its literal (non-indexed) arguments
+            walk.collect(getattr(layer, "task", None))
+            walk.collect(getattr(layer, "dsk", None))  # the template of dask before the task spec
+            for value, index in layer.indices:
+                if index is None:
+                    walk.collect(value)
+            continue
+        mapping = layer.mapping if isinstance(layer, MaterializedLayer) else layer
+        for value in mapping.values():
+            walk.collect(value)
+    return list(walk.found.values())
+
+
+def check_dask_zarr_chunks(X: Any) -> None:
+    """Run :func:`check_zarr_chunks` on every zarr array the dask array ``X`` reads from (see the module docstring).
+
+    Parameters
+    ----------
+    X : dask.array.Array
+        A dask array handed to the API; walked once, nothing computed. A
+        FeatureStore's ``X`` reads through wideml's own reader (its chunks
+        were checked by ``open_store``), so its walk finds nothing to check.
+
+    Raises
+    ------
+    StoreError
+        As :func:`check_zarr_chunks`, for the first such array with an absent chunk.
+    """
+    for array in zarr_arrays_in_graph(X):
+        check_zarr_chunks(array)
+
+
+__all__ = ["check_dask_zarr_chunks", "check_zarr_chunks", "declares_fill", "zarr_arrays_in_graph"]
