@@ -57,7 +57,7 @@ def _common_parser() -> argparse.ArgumentParser:
     group = common.add_argument_group("execution (before or after the command)")
     group.add_argument("--config", metavar="FILE", help="YAML config file with a top-level 'wideml:' mapping (see configs/)")
     group.add_argument("--scheduler", metavar="NAME", help=f"where to run: {SCHEDULER_HELP} (default from config: threads)")
-    group.add_argument("--memory-limit", metavar="SIZE", help="memory budget, e.g. 8GiB (default from config: 60%% of RAM)")
+    group.add_argument("--memory-limit", metavar="SIZE", help="memory budget, e.g. 8GiB or 50%% (of RAM) (default from config: 60%% of RAM)")
     bar = group.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_const", const=True, help="always show progress bars")
     bar.add_argument("--no-progress", dest="progress", action="store_const", const=False, help="never show progress bars")
@@ -142,7 +142,7 @@ def _apply_common(args: argparse.Namespace) -> None:
 
     if getattr(args, "config", None):
         load_config_file(args.config)
-    if getattr(args, "memory_limit", None):
+    if getattr(args, "memory_limit", None) is not None:  # an empty value is refused, not ignored
         parse_bytes(args.memory_limit, "--memory-limit")
         dask.config.set({"wideml.memory-limit": args.memory_limit})
     if getattr(args, "progress", None) is not None:

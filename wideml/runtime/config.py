@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import dask.config
 import psutil
 import yaml
 
-from wideml.exceptions import ConfigError
+from wideml.exceptions import ConfigError, PerformanceWarning
 
 _DEFAULTS_FILE = Path(__file__).resolve().parent.parent / "wideml.yaml"
 with open(_DEFAULTS_FILE) as _f:
@@ -50,8 +51,8 @@ def parse_bytes(value: Any, what: str = "size") -> int:
     Units are case-insensitive: B, KB/MB/GB/TB/PB (powers of 1000; the B may
     be left out) and KiB/MiB/GiB/TiB/PiB (powers of 1024); a bare number is
     bytes. A memory budget (``what`` is ``"--memory-limit"`` or
-    ``"memory-limit"``) must be at least :data:`MEMORY_LIMIT_FLOOR`
-    (:func:`parse_memory_limit`).
+    ``"memory-limit"``) may also be ``N%`` of the RAM and must be at least
+    :data:`MEMORY_LIMIT_FLOOR` (:func:`parse_memory_limit`).
 
     Raises
     ------
@@ -80,19 +81,48 @@ def _parse_size(value: Any, what: str) -> int:
     return int(nbytes)
 
 
+#: A share of this machine's RAM: ``60%``.
+_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
+
+#: Budgets (in bytes) already warned about as larger than the machine's RAM: each is warned about once.
+_WARNED_ABOVE_RAM: set[int] = set()
+
+
+def _ram_bytes() -> int:
+    """This machine's physical RAM in bytes."""
+    return int(psutil.virtual_memory().total)
+
+
 def parse_memory_limit(value: Any, what: str = "memory-limit") -> int:
-    """Parse a memory budget like :func:`parse_bytes`, refusing one below :data:`MEMORY_LIMIT_FLOOR` (64 MiB).
+    """Parse a memory budget like :func:`parse_bytes`, or ``N%`` of this machine's RAM (N from 1 to 100).
+
+    A budget below :data:`MEMORY_LIMIT_FLOOR` (64 MiB) is refused; one above
+    the machine's RAM is accepted (it may be meant for other machines, e.g.
+    the workers of a cluster) with a warning, given once per budget.
 
     Raises
     ------
     ConfigError
-        If the value is not a size or is below the floor.
+        If the value is neither a size nor a percentage from 1 to 100, or is below the floor.
     """
-    nbytes = _parse_size(value, what)
+    percent = _PERCENT.match(value) if isinstance(value, str) else None
+    if percent:
+        share = float(percent.group(1))
+        if not 1 <= share <= 100:
+            raise ConfigError(f"{what} {value!r} is not a share of RAM from 1% to 100%; write it like '60%' or '4GiB'.")
+        nbytes = int(share / 100 * _ram_bytes())
+    else:
+        nbytes = _parse_size(value, what)
     floor = _memory_floor()
     if nbytes < floor:
         raise ConfigError(f"{what} {value!r} ({_size_text(nbytes)}) is below the smallest memory budget wideml runs with, "
                           f"{_size_text(floor)}; give at least {_size_text(floor).replace(' ', '')}, such as 4GiB.")
+    ram = _ram_bytes()
+    if nbytes > ram and nbytes not in _WARNED_ABOVE_RAM:
+        _WARNED_ABOVE_RAM.add(nbytes)
+        warnings.warn(f"{what} {value!r} ({_size_text(nbytes)}) is more than this machine's RAM ({_size_text(ram)}); "
+                      "passes planned for that budget may swap or be killed, so give at most the RAM, such as '60%'.",
+                      PerformanceWarning, stacklevel=2)
     return nbytes
 
 
@@ -166,7 +196,7 @@ def config_bool(key: str) -> bool:
 
 
 def memory_limit_bytes() -> int:
-    """The memory budget in bytes (``wideml.memory-limit``; ``auto`` = 60% of RAM)."""
+    """The memory budget in bytes (``wideml.memory-limit``: a size, ``N%`` of RAM, or ``auto`` = 60% of RAM)."""
     value = config_value("memory-limit")
     if value in (None, "auto"):
         return int(0.6 * psutil.virtual_memory().total)
@@ -197,12 +227,114 @@ def thread_count() -> int:
     return count
 
 
+_SCHEDULER_HELP = "threads, processes, sync, local:N, tcp://HOST:PORT or tls://HOST:PORT"
+
+
+def _check_scheduler(value: Any) -> None:
+    spec = value.strip() if isinstance(value, str) else ""
+    if spec in ("threads", "processes", "sync", "synchronous"):
+        return
+    local = re.match(r"^local:(\d+)$", spec)
+    if local:
+        if int(local.group(1)) < 1:
+            raise ConfigError(f"scheduler {value!r} asks for no workers; use local:N with N >= 1.")
+        return
+    if spec.startswith(("tcp://", "tls://", "inproc://")):
+        from wideml.runtime.scheduler import check_address
+
+        check_address(spec)
+        return
+    raise ConfigError(f"unknown scheduler {value!r}; use {_SCHEDULER_HELP}.")
+
+
+def _check_dashboard(value: Any) -> None:
+    if value is None or isinstance(value, bool) or str(value).strip().lower() in _TRUE + _FALSE:
+        return
+    host, sep, port = str(value).strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ConfigError(f"dashboard {value!r} is neither true/false nor HOST:PORT; write e.g. false, true or 127.0.0.1:8787.")
+
+
+def _check_choice(key: str, choices: tuple[str, ...], allow_none: bool = False) -> Any:
+    def check(value: Any) -> None:
+        if (value is None and allow_none) or (isinstance(value, str) and value.strip().lower() in choices):
+            return
+        raise ConfigError(f"{key} {value!r} is not one of {', '.join(choices)}; write one of them.")
+    return check
+
+
+def _check_progress(value: Any) -> None:
+    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+        return
+    parse_bool(value, "progress")
+
+
+def _check_tree_width(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise ConfigError(f"tree-width must be an integer of at least 2, got {value!r}.")
+
+
+def _check_threads(value: Any) -> None:
+    if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"threads must be a positive integer or auto, got {value!r}.")
+
+
+def _check_checkpoint_interval(value: Any) -> None:
+    if value is None or value is False or str(value).strip().lower() in ("off", "false", "no", "none"):
+        return
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"checkpoint-interval {value!r} is not a number of seconds; write e.g. 60, or 0 to turn checkpoints off.") from None
+    if not seconds >= 0:
+        raise ConfigError(f"checkpoint-interval {value!r} is negative; write a number of seconds, or 0 to turn checkpoints off.")
+
+
+def _check_workdir(value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigError(f"workdir must be a folder path or null, got {value!r}.")
+
+
+#: How each config key's value is checked (:func:`check_setting`); each check raises a ConfigError naming the key.
+_CHECKS = {
+    "scheduler": _check_scheduler,
+    "dashboard": _check_dashboard,
+    "memory-limit": lambda v: None if v == "auto" else parse_memory_limit(v, "memory-limit"),
+    "chunk-size": lambda v: parse_bytes(v, "chunk-size"),
+    "compressor": _check_choice("compressor", ("none", "zstd", "lz4"), allow_none=True),
+    "checksum": lambda v: parse_bool(v, "checksum"),
+    "progress": _check_progress,
+    "tree-width": _check_tree_width,
+    "threads": _check_threads,
+    "check-feature-layout": lambda v: parse_bool(v, "check-feature-layout"),
+    "checkpoint-interval": _check_checkpoint_interval,
+    "resume": lambda v: parse_bool(v, "resume"),
+    "workdir": _check_workdir,
+}
+
+
+def check_setting(key: str, value: Any) -> None:
+    """Refuse a value of config key ``key`` that wideml cannot use, in one sentence naming the key.
+
+    Raises
+    ------
+    ConfigError
+        If ``key`` is unknown or ``value`` is unusable for it.
+    """
+    if key not in DEFAULTS:
+        raise _unknown_key(key, "the configuration")
+    check = _CHECKS.get(key)
+    if check is not None:
+        check(value)
+
+
 def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """Read a YAML config file, validate its keys and apply it globally.
 
     The file holds a top-level ``wideml:`` mapping whose keys are those of
     ``wideml/wideml.yaml``. Unknown keys are an error (a typo should not be
-    silently ignored).
+    silently ignored), and so is a value wideml cannot use (:func:`check_setting`):
+    every such refusal names the file and the key.
     """
     path = Path(path)
     try:
@@ -227,15 +359,10 @@ def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
     unknown = sorted(set(settings) - set(DEFAULTS))
     if unknown:
         raise _unknown_key(unknown[0], f"config file {str(path)!r}")
-    if "memory-limit" in settings and settings["memory-limit"] != "auto":
-        parse_memory_limit(settings["memory-limit"], f"config file {str(path)!r}: memory-limit")
-    if "chunk-size" in settings:
-        parse_bytes(settings["chunk-size"], "chunk-size")
-    if "threads" in settings and settings["threads"] != "auto" and not (isinstance(settings["threads"], int) and settings["threads"] >= 1):
-        raise ConfigError(f"config file {str(path)!r}: threads must be a positive integer or auto, got {settings['threads']!r}.")
-    if "checksum" in settings:
-        parse_bool(settings["checksum"], f"config file {str(path)!r}: checksum")
-    if settings.get("workdir") is not None and (not isinstance(settings["workdir"], str) or not settings["workdir"].strip()):
-        raise ConfigError(f"config file {str(path)!r}: workdir must be a folder path or null, got {settings['workdir']!r}.")
+    for key, value in settings.items():
+        try:
+            check_setting(key, value)
+        except ConfigError as exc:  # every refusal of a value read from the file names the file (the message names the key)
+            raise ConfigError(f"config file {str(path)!r}: {exc}") from None
     dask.config.set({f"wideml.{k}": v for k, v in settings.items()})
     return settings
