@@ -65,7 +65,7 @@ def register(sub, common) -> None:
     r.add_argument("--sample-chunk", type=_positive_int, metavar="N", help="samples per stored chunk (default all: full height)")
     r.add_argument("--compressor", choices=("none", "zstd", "lz4"), help="codec of the new store (default from config)")
     _checksum_flags(r)
-    r.add_argument("--overwrite", action="store_true", help="replace OUT if it exists (OUT may be IN)")
+    r.add_argument("--overwrite", action="store_true", help="replace OUT if it exists (OUT must be another store than IN: an output is never its own input)")
     r.set_defaults(handler=run_rechunk)
 
 

@@ -57,7 +57,7 @@ def _common_parser() -> argparse.ArgumentParser:
     group = common.add_argument_group("execution (before or after the command)")
     group.add_argument("--config", metavar="FILE", help="YAML config file with a top-level 'wideml:' mapping (see configs/)")
     group.add_argument("--scheduler", metavar="NAME", help=f"where to run: {SCHEDULER_HELP} (default from config: threads)")
-    group.add_argument("--memory-limit", metavar="SIZE", help="memory budget, e.g. 8GiB or 50%% (of RAM) (default from config: 60%% of RAM)")
+    group.add_argument("--memory-limit", metavar="SIZE", help="memory budget: a size such as 8GiB, or a share of RAM such as 50%% (default from config: 60%% of RAM)")
     bar = group.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_const", const=True, help="always show progress bars")
     bar.add_argument("--no-progress", dest="progress", action="store_const", const=False, help="never show progress bars")

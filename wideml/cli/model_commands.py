@@ -41,8 +41,17 @@ def register(sub, common) -> None:
     p.add_argument("--precision", choices=("auto", "float64", "float32"), default="auto",
                    help="dtype of each chunk's products (auto: float32 for float32 stores, else float64; sums across chunks are float64)")
     p.add_argument("--solver", choices=("auto", "gram", "randomized"), default="auto",
-                   help="exact Gram (2 passes) or randomized range finder (n_power_iter + 2 passes); auto uses a cost model")
-    p.add_argument("--n-power-iter", type=int, default=1, help="power iterations of the randomized solver (default 1)")
+                   help="exact Gram (2 passes) or randomized range finder (q + 2 passes, q the power iterations it "
+                        "takes to converge); auto uses a cost model")
+    p.add_argument("--n-power-iter", type=int, default=1, metavar="N",
+                   help="fewest power iterations of the randomized solver (default 1); it iterates until its subspace "
+                        "converges to --tol, at most --max-power-iter times")
+    p.add_argument("--max-power-iter", type=_positive_int, metavar="N",
+                   help="lol/qoq/pca/rrlda: most power iterations of the randomized solver (default 30); if its subspace "
+                        "has not converged by then the fit warns and stops there")
+    p.add_argument("--tol", type=_positive_float, metavar="RAD",
+                   help="lol/qoq/pca/rrlda: convergence tolerance of the randomized solver, the largest principal angle "
+                        "in radians between successive subspaces (default 1e-4)")
     p.add_argument("--seed", type=int, default=0, help="seed of random matrices (randomized solver, LFL, encoder, KPCA)")
     p.add_argument("--kernels", help="encoder: comma-separated kernels (default linear,euclidean,spearman)")
     p.add_argument("--selection", choices=("cross_entropy", "loo_cross_entropy", "cv_cross_entropy"),
@@ -98,6 +107,34 @@ def _check_new_output(path: str | None, overwrite: bool) -> None:
         check_output(path, overwrite)
 
 
+#: Options of the randomized solver's convergence that ``wideml fit`` passes to the estimators having them.
+_SOLVER_LIMITS = (("max_power_iter", "--max-power-iter"), ("tol", "--tol"))
+
+
+def _positive_float(text: str) -> float:
+    """A number > 0 (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def _set_solver_limits(method_name: str, emb: object, args) -> None:
+    """Give ``emb`` the --max-power-iter / --tol that were given; refuse them for a method without a randomized solver."""
+    given = {name: (flag, getattr(args, name, None)) for name, flag in _SOLVER_LIMITS if getattr(args, name, None) is not None}
+    if not given:
+        return
+    params = emb.get_params(deep=False) if hasattr(emb, "get_params") else {}
+    for name, (flag, _) in given.items():
+        if name not in params:
+            raise WidemlError(f"{flag} applies only to the randomized solver of lol, qoq, pca and rrlda, not to "
+                              f"{method_name!r}; leave it out.")
+    emb.set_params(**{name: value for name, (_, value) in given.items()})
+
+
 def _build(method_name: str, args, n_samples: int | None = None) -> object:
     from wideml.estimators.classifier import EmbeddingClassifier
     from wideml.estimators.registry import get_method
@@ -112,6 +149,7 @@ def _build(method_name: str, args, n_samples: int | None = None) -> object:
         kernel=getattr(args, "kernel", None), sigma=getattr(args, "sigma", None), kernel_selection=getattr(args, "kernel_selection", None),
         n_samples=n_samples,
     )
+    _set_solver_limits(method_name, emb, args)
     if not method.wrap_classifier:
         return emb
     return EmbeddingClassifier(emb, getattr(args, "classifier", None) or method.classifier)
