@@ -10,6 +10,7 @@ run it as a user does, in a fresh interpreter.
 
 from __future__ import annotations
 
+import csv
 import subprocess
 
 import numpy as np
@@ -160,7 +161,7 @@ def test_predict_refuses_data_from_another_affine_and_accepts_the_same_space(sca
     oracle = EmbeddingClassifier(LOL(2)).fit(X, scans.y).predict(X)
     proc = cli(capsys, "predict", model, tmp_path / "same.zarr", "-o", tmp_path / "same.csv")
     assert proc.returncode == 0, proc.stderr
-    got = [line.split(",")[1] for line in (tmp_path / "same.csv").read_text().splitlines()[1:]]
+    got = [row[1] for row in csv.reader((tmp_path / "same.csv").read_text().splitlines()[1:])]
     np.testing.assert_array_equal(got, oracle)
     assert_refused(cli(capsys, "predict", model, tmp_path / "moved.zarr", "-o", tmp_path / "moved.csv"), "spatial reference")
     assert not (tmp_path / "moved.csv").exists()

@@ -35,7 +35,7 @@ def test_fit_then_predict(tmp_path, capsys, store, method):
     code, out, err = _run(capsys, "predict", model, store, "-o", preds)
     assert code == 0, err
     rows = preds.read_text().splitlines()
-    assert rows[0].startswith("sample_id,prediction") and len(rows) == 61
+    assert rows[0].startswith('"sample_id","prediction"') and len(rows) == 61
     assert "accuracy against the store's labels" in err
 
 

@@ -26,10 +26,12 @@ def register(sub, common) -> None:
                    help="CSV source: the column holding the labels; folder: the label column of the --labels table, "
                         "matched to files by subject id (sub-XX in the file name)")
     p.add_argument("--id-column", metavar="NAME|INDEX",
-                   help="CSV source: the column holding sample ids; folder: the subject id column of the --labels table "
-                        "(default: the one column named like participant_id/subject/id, else the one holding the files' sub-XX ids)")
+                   help="CSV source: the column holding sample ids (default: the one column named like "
+                        "id/participant_id/subject/sample_id, if its values are unique); folder: the subject id column of the "
+                        "--labels table (default: the one column named like participant_id/subject/id, else the one holding "
+                        "the files' sub-XX ids); it must differ from --label-column")
     p.add_argument("--drop-unlabelled", "--drop-unlabeled", action="store_true",
-                   help="leave out samples whose label is missing (NA, n/a, NaN, null, None, empty) instead of refusing "
+                   help="leave out samples whose label is missing (NA, n/a, #N/A, <NA>, NaN, null, None, empty ...) instead of refusing "
                         "them: CSV rows, files of a folder, and files whose subject has no row in a labels table")
     p.add_argument("--mask", metavar="FILE|auto",
                    help="folder of NIfTI volumes: store only the voxels non-zero in this NIfTI mask (same grid and affine), "
@@ -38,8 +40,9 @@ def register(sub, common) -> None:
     head.add_argument("--header", dest="header", action="store_const", const=True, default="auto",
                       help="CSV source: the first line names the columns (default: detected)")
     head.add_argument("--no-header", dest="header", action="store_const", const=False, help="CSV source: there is no header line")
-    p.add_argument("--delimiter", metavar="CHAR", help="CSV source: field separator, e.g. ';' or tab "
-                                                       "(default comma, tab for .tsv)")
+    p.add_argument("--delimiter", metavar="CHAR", help="CSV source and --labels file: field separator, e.g. ';' or '\\t' "
+                                                       "(default comma, tab for .tsv; a labels file separated by that "
+                                                       "default is read so)")
     p.add_argument("--dataset", metavar="NAME", help="HDF5 source: the dataset holding X")
     p.add_argument("--feature-chunk", type=_positive_int, metavar="N", help="features per stored chunk (default about chunk-size bytes)")
     p.add_argument("--dtype", metavar="DTYPE", help="stored dtype, e.g. float32 (default: floats kept, integers upcast, CSV float64)")

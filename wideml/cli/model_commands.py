@@ -229,14 +229,42 @@ def _sample_ids(store) -> np.ndarray:
 
 
 def _write_csv(fh, header: list[str], rows) -> None:
-    """Write a header and rows as UTF-8 CSV into the binary file ``fh`` (quoted where needed: labels and ids may hold commas)."""
-    import csv
+    """Write a header and rows (sample id first) as UTF-8 CSV into the binary file ``fh``.
+
+    Numbers (int and float objects, and in the value columns text that is a
+    finite number exactly as Python formats one, such as ``0.25`` or
+    ``2.5e-06``) are written bare; every other field, every text sample id
+    and every bool included, is quoted (``csv.QUOTE_NONNUMERIC``-style). So a
+    sample id or label ``NA``, ``007`` or `` lead`` reads back as given with
+    ``csv.reader`` or ``pandas.read_csv(path, quoting=csv.QUOTE_NONNUMERIC,
+    keep_default_na=False)``, spaces kept, and ids holding ``,`` or ``"`` stay
+    one field. (pandas' reader without those options reads ``NA`` as NaN and
+    all-digit ids as numbers however they are quoted.)
+    """
     import io
+    import numbers
+
+    def bare(value, first: bool) -> bool:
+        if isinstance(value, (bool, np.bool_)):
+            return False
+        if isinstance(value, (numbers.Number, np.number)):
+            return True
+        if first:
+            return False
+        text = str(value)
+        try:
+            number = float(text)
+        except ValueError:
+            return False
+        return bool(np.isfinite(number)) and text in (repr(number), f"{number:.6g}")
+
+    def field(value, first: bool) -> str:
+        text = str(value)
+        return text if bare(value, first) else '"' + text.replace('"', '""') + '"'
 
     text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
-    out = csv.writer(text, lineterminator="\n")
-    out.writerow(header)
-    out.writerows(rows)
+    for row in [header, *rows]:
+        text.write(",".join(field(v, j == 0) for j, v in enumerate(row)) + "\n")
     text.flush()
     text.detach()
 

@@ -313,10 +313,10 @@ def _mtime_token(path: Path) -> str:
 
 
 def _labels_array(values) -> np.ndarray:
-    """Labels as int64 (integers) or str (anything else), 1-D."""
+    """Labels as int64 (integers), bool, float or str (anything else), 1-D."""
     arr = np.asarray(values)
     if arr.dtype.kind in "OSUT":
         arr = np.array([v.decode() if isinstance(v, bytes) else str(v) for v in arr.ravel()], dtype=str).reshape(arr.shape)
-    elif arr.dtype.kind in "iub":
+    elif arr.dtype.kind in "iu":
         arr = arr.astype(np.int64)
     return arr

@@ -85,11 +85,12 @@ def output_dtype(source_dtype, dtype=None) -> np.dtype:
     return np.dtype(np.float32) if src.itemsize <= 2 else np.dtype(np.float64)
 
 
-def _labels(labels, n: int, drop_unlabelled: bool = False) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+def _labels(labels, n: int, drop_unlabelled: bool = False, delimiter: str | None = None
+            ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """(ids, y, keep): y checked against the ``n`` samples (those of ``keep`` when labels were missing and dropped)."""
     if labels is None:
         return None, None, None
-    ids, y, keep = load_labels(labels, drop_unlabelled=drop_unlabelled)
+    ids, y, keep = load_labels(labels, delimiter=delimiter, drop_unlabelled=drop_unlabelled)
     if keep is not None and len(keep) != n:
         raise WidemlError(f"the labels have {len(keep)} entries but X has {n} samples; give exactly one label per sample.")
     return ids, validate_labels(y, n if keep is None else int(keep.sum())), keep
@@ -172,7 +173,9 @@ def ingest(
     header : {"auto", True, False}
         For a CSV source: whether the first line names the columns.
     delimiter : str, optional
-        For CSV files (default tab for ``.tsv``, else comma).
+        For CSV files (default tab for ``.tsv``, else comma); also for a
+        labels file that uses it (a labels file separated by its extension's
+        default is read that way).
     feature_chunk : int, optional
         Features per stored chunk (default about config ``chunk-size`` bytes).
     dtype : dtype, optional
@@ -247,7 +250,7 @@ def ingest(
             raise WidemlError("labels were given both as --labels and as --label-column; give them one way.")
         layout = scan_csv(obj, delimiter=delimiter, header=header, label_column=label_column, id_column=id_column,
                           drop_unlabelled=drop_unlabelled)
-        ids, y, keep = _labels(labels, layout.n_samples, drop_unlabelled)
+        ids, y, keep = _labels(labels, layout.n_samples, drop_unlabelled, delimiter)
         if keep is not None:
             layout = keep_rows(layout, keep)
         n, p = layout.n_samples, layout.n_features
@@ -262,8 +265,9 @@ def ingest(
         )
 
     if kind == "folder":
-        table = (labels, label_column, id_column) if label_column is not None else None
-        label_ids, y, keep = (None, None, None) if labels is None or table else load_labels(labels, drop_unlabelled=drop_unlabelled)
+        table = (labels, label_column, id_column, delimiter) if label_column is not None else None
+        label_ids, y, keep = ((None, None, None) if labels is None or table
+                              else load_labels(labels, delimiter=delimiter, drop_unlabelled=drop_unlabelled))
         keep = keep if label_ids is None else None  # a two-column file: files of missing labels are not named, so left out
         fkind, files, stems = folder_samples(obj, label_ids)
         if fkind == "nifti":
@@ -303,7 +307,7 @@ def ingest(
         src = from_hdf5(path, spec_dataset or dataset, missing_fill=missing_chunks_are_fill)
     else:
         src = from_zarr_array(obj, missing_fill=missing_chunks_are_fill)
-    ids, y, keep = _labels(labels, src.shape[0], drop_unlabelled)
+    ids, y, keep = _labels(labels, src.shape[0], drop_unlabelled, delimiter)
     if keep is not None:
         raise WidemlError(f"{int((~keep).sum())} label(s) are missing, and wideml cannot leave rows out of an array source "
                           "(.npy, HDF5, zarr, in memory); remove those rows from X and the labels, or ingest a CSV or folder.")

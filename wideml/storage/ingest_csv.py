@@ -10,6 +10,13 @@ Rows whose label is missing (``NA``, ``n/a``, empty ...: see
 of X, the labels and the ids with ``drop_unlabelled``. A header naming the
 label or id column twice, a sample id given twice, and a file whose first line
 is one column holding ``;`` (another separator) are refused.
+
+Without ``id_column`` a column whose header names sample ids (``id``,
+``participant_id``, ``subject``, ``sample_id`` ...: the rule of
+:func:`wideml.storage.label_cells.is_id_name`, shared with labels tables) is
+never read as a feature: the one such column becomes the sample ids when its
+values are unique (said on stderr in one line); two such columns, or repeated
+or empty values, are refused asking for ``--id-column``.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from wideml.storage.label_cells import (
     check_unique_ids,
     clip,
     delimiter_error,
+    is_id_name,
     listed,
     missing_error,
     missing_mask,
@@ -106,6 +114,32 @@ def _column(spec: int | str | None, header: list[str] | None, width: int, what: 
     return index % width
 
 
+def _guess_id_column(header: list[str], lab: int | None, path: Path) -> int | None:
+    """The one column named like sample ids (:func:`~wideml.storage.label_cells.is_id_name`), None if there is none.
+
+    A numeric ``id`` column must never become a feature silently; two such columns are refused (which one is meant?).
+    """
+    named = [i for i, h in enumerate(header) if i != lab and is_id_name(h)]
+    if len(named) > 1:
+        raise WidemlError(f"{str(path)!r} has {len(named)} columns named like sample ids ({listed([header[i] for i in named])}); "
+                          "name the id column with --id-column (id_column=), and rename any of them that holds a feature.")
+    return named[0] if named else None
+
+
+def _check_guessed_ids(ids: np.ndarray, name: str, path: Path) -> None:
+    """Take the guessed id column only when its values are unique and non-empty, and say so on stderr in one line."""
+    import sys
+
+    empty = [str(v) for v in ids if not str(v).strip()]
+    twice = [v for v, c in zip(*np.unique(ids, return_counts=True)) if c > 1]
+    if empty or twice:
+        what = "empty values" if empty else f"repeated values such as {clip(twice[0])!r}"
+        raise WidemlError(f"column {clip(name)!r} of {str(path)!r} is named like sample ids but has {what}; name the id column "
+                          "with --id-column (id_column=), or rename that column if it holds a feature.")
+    print(f"wideml: using column {clip(name)!r} of {path.name!r} as the sample ids (named like an id, values unique); "
+          "pass --id-column to choose another, or rename it to keep it as a feature.", file=sys.stderr)
+
+
 def _first_record(path: Path, delimiter: str) -> list[str]:
     try:
         with open_text(path) as f:
@@ -138,6 +172,9 @@ def scan_csv(
         whether it has text in a feature column (or a named label/id column).
     label_column, id_column : int or str, optional
         Column (name or 0-based index) holding the labels / sample ids.
+        Without ``id_column``, the one column named like sample ids (``id``,
+        ``participant_id`` ...) is the id column if its values are unique;
+        otherwise refused, asking for ``id_column``.
     drop_unlabelled : bool
         Leave out rows whose label is missing instead of refusing them.
 
@@ -165,6 +202,10 @@ def scan_csv(
     sid = _column(id_column, names, width, "id column", path)
     if lab is not None and lab == sid:
         raise WidemlError("the label column and the id column are the same column; give two different columns.")
+    guessed = sid is None and id_column is None and names is not None
+    if guessed:
+        sid = _guess_id_column(names, lab, path)
+        guessed = sid is not None
     feature_cols = [i for i in range(width) if i not in (lab, sid)]
     if not feature_cols:
         raise WidemlError(f"{str(path)!r} has no feature columns besides the label and id columns; check the column options.")
@@ -201,7 +242,9 @@ def scan_csv(
         keep = ~missing
     kept_lines = [ln for ln, k in zip(lines, keep) if k]
     sample_ids = np.array(ids, dtype=str)[keep] if sid is not None else None
-    if sample_ids is not None:
+    if sample_ids is not None and guessed:
+        _check_guessed_ids(sample_ids, first[sid], path)
+    elif sample_ids is not None:
         check_unique_ids(sample_ids, f"the id column of {str(path)!r}", kept_lines)
     return CsvLayout(
         path=path, delimiter=delim, has_header=has_header, width=width, n_samples=int(keep.sum()), feature_cols=feature_cols,

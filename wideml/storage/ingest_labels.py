@@ -3,8 +3,10 @@
 A labels file is a CSV/TSV with one column (a label per sample, in X's row
 order) or two columns (sample id or file name, label); an optional header row
 is recognised by its column names (``label``, ``class``, ``y``, ``id``,
-``file`` ...) or by a text label above numeric ones. Labels that are all
-integers are stored as integers, anything else as strings. Labels may also
+``file`` ...) or by a text label above numeric ones. Labels come back as
+given (:func:`coerce_labels`): all integers written plainly are stored as
+integers, all plain decimals as floats, anything else (``007``, ``+1``,
+``1.50``, or a mix) as strings. Labels may also
 come from a ``.npy`` file, an HDF5 dataset (``file.h5:/y``) or a zarr array directory.
 
 Missing labels (``NA``, ``n/a``, ``NaN``, ``null``, ``None``, empty: see
@@ -25,6 +27,7 @@ from wideml.exceptions import WidemlError
 from wideml.storage.label_cells import (
     check_unique_ids,
     delimiter_error,
+    is_id_name,
     listed,
     missing_error,
     missing_mask,
@@ -33,8 +36,8 @@ from wideml.storage.label_cells import (
 from wideml.storage.writer import check_labels
 
 _LABEL_NAMES = {"label", "labels", "y", "class", "classes", "target", "group", "diagnosis", "outcome", "dx", "condition"}
-_ID_NAMES = {"id", "ids", "sample", "sample_id", "sampleid", "subject", "subject_id", "participant_id", "file", "filename",
-             "file_name", "name", "path", "image", "scan"}
+#: First-column names of a two-column labels file that name files rather than sample ids (ids: :func:`is_id_name`).
+_FILE_NAMES = {"file", "filename", "file_name", "name", "path", "image", "scan"}
 
 
 def delimiter_for(path: str | os.PathLike, delimiter: str | None = None) -> str:
@@ -43,6 +46,35 @@ def delimiter_for(path: str | os.PathLike, delimiter: str | None = None) -> str:
         return "\t" if delimiter in ("\\t", "tab") else delimiter
     name = str(path).lower().removesuffix(".gz")
     return "\t" if name.endswith((".tsv", ".tab")) else ","
+
+
+def labels_delimiter(path: str | os.PathLike, delimiter: str | None = None) -> str:
+    """The separator of a labels file: ``delimiter`` (``--delimiter``) when the file uses it, else its extension's.
+
+    A labels file separated by its extension's default (comma; tab for ``.tsv``) is read that way even when
+    ``delimiter`` is given for a CSV source of another separator; one whose first line is a single cell holding
+    ``delimiter`` is read with ``delimiter`` (a tab-separated ``p.csv`` with ``--delimiter '\\t'``).
+    """
+    default = delimiter_for(path)
+    if not delimiter or delimiter_for(path, delimiter) == default:
+        return default
+    given = delimiter_for(path, delimiter)
+    try:
+        with open_text(path) as f:
+            for row in csv.reader(f, delimiter=default):
+                if any(cell.strip() for cell in row):
+                    return given if len(row) == 1 and given in row[0] else default
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError):
+        return given  # the reader that follows names the problem
+    return default
+
+
+def delimiter_fix(sep: str, path: str | os.PathLike) -> str:
+    """The fix for a labels file that looks ``sep``-separated: pass ``--delimiter``, or rename/resave it."""
+    shown = "'\\t'" if sep == "\t" else repr(sep)
+    other = "rename it to .tsv" if sep == "\t" else (
+        "save it tab-separated" if delimiter_for(path) == "\t" else "save it comma-separated")
+    return f"pass --delimiter {shown} (delimiter={shown}), or {other}"
 
 
 def open_text(path: str | os.PathLike):
@@ -62,19 +94,38 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _as_given_int(text: str) -> bool:
+    """Whether ``text`` is an integer written the way ``str(int)`` writes it (not ``007``, ``+3``, ``1_000`` or ``-0``)."""
+    try:
+        return str(int(text)) == text
+    except ValueError:
+        return False
+
+
+def _as_given_float(text: str) -> bool:
+    """Whether ``text`` is a finite float written the way ``repr(float)`` writes it (``1.5``, ``2.0``; not ``1.50`` or ``1e3``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return bool(np.isfinite(value)) and repr(value) == text
+
+
 def coerce_labels(values) -> np.ndarray:
-    """Label strings as int64 when they are all integers, else as str."""
+    """Label texts as int64 when every one is an integer written as ``str(int)`` writes it, as float64 when every one
+    is a float written as ``repr(float)`` writes it, else as str: labels come back as given.
+
+    So ``007`` and ``07`` stay two string classes (never one class 7), ``+1`` and ``1.50`` stay strings, and
+    ``1`` with ``1.0`` are two classes, not one.
+    """
     values = [str(v).strip() for v in values]
-    try:
-        return np.array([int(v) for v in values], dtype=np.int64)
-    except ValueError:
-        pass
-    try:
-        floats = np.array([float(v) for v in values])
-        if np.all(np.isfinite(floats)) and np.all(floats == np.round(floats)):
-            return floats.astype(np.int64)
-    except ValueError:
-        pass
+    if all(_as_given_int(v) for v in values):
+        try:
+            return np.array([int(v) for v in values], dtype=np.int64)
+        except OverflowError:
+            return np.array(values, dtype=str)
+    if all(_as_given_float(v) for v in values):
+        return np.array([float(v) for v in values], dtype=np.float64)
     return np.array(values, dtype=str)
 
 
@@ -82,7 +133,7 @@ def _file_cells(path: Path, delimiter: str | None) -> tuple[np.ndarray | None, l
     """A labels CSV/TSV as (ids or None, raw label cells, line names), the header row left out."""
     try:
         with open_text(path) as f:
-            reader = csv.reader(f, delimiter=delimiter_for(path, delimiter))
+            reader = csv.reader(f, delimiter=labels_delimiter(path, delimiter))
             rows, lines = [], []
             for row in reader:
                 row = [cell.strip() for cell in row]
@@ -96,9 +147,9 @@ def _file_cells(path: Path, delimiter: str | None) -> tuple[np.ndarray | None, l
     if not rows:
         raise WidemlError(f"labels file {str(path)!r} is empty; give one label per sample.")
     width = len(rows[0])
-    sep = other_delimiter(rows[0], delimiter_for(path, delimiter)) if len(rows) > 1 else None
+    sep = other_delimiter(rows[0], labels_delimiter(path, delimiter)) if len(rows) > 1 else None
     if sep is not None and all(sep in r[0] for r in rows if len(r) == 1):
-        raise delimiter_error(f"labels file {str(path)!r}", sep, "save it comma-separated (tab-separated for a .tsv)")
+        raise delimiter_error(f"labels file {str(path)!r}", sep, delimiter_fix(sep, path))
     if width not in (1, 2):
         raise WidemlError(
             f"labels file {str(path)!r} has {width} columns; name the label column with --label-column NAME "
@@ -109,7 +160,7 @@ def _file_cells(path: Path, delimiter: str | None) -> tuple[np.ndarray | None, l
             raise WidemlError(f"labels file {str(path)!r} has {len(row)} columns in {line} but {width} in the first; make every line alike.")
     first = [c.lower() for c in rows[0]]
     body_numeric = len(rows) > 1 and all(_is_number(r[-1]) for r in rows[1:])
-    if first[-1] in _LABEL_NAMES or (width == 2 and first[0] in _ID_NAMES) or (body_numeric and not _is_number(rows[0][-1])):
+    if first[-1] in _LABEL_NAMES or (width == 2 and (is_id_name(first[0]) or first[0] in _FILE_NAMES)) or (body_numeric and not _is_number(rows[0][-1])):
         rows, lines = rows[1:], lines[1:]
     if not rows:
         raise WidemlError(f"labels file {str(path)!r} has a header but no labels; give one label per sample.")

@@ -1,8 +1,12 @@
 """What every label source shares: the missing-label markers, short lists of offenders, duplicate ids, delimiters.
 
 A label cell is *missing* when it is None, NaN, pandas NA, or text that is
-empty, whitespace only, or (any case) ``NA``, ``N/A``, ``NaN``, ``null`` or
-``None``. Every label source (participants tables, CSV/TSV label columns,
+empty, whitespace only, or (any case) one of :data:`MISSING_MARKERS`: pandas'
+default ``na_values`` (``NA``, ``N/A``, ``#N/A``, ``#N/A N/A``, ``#NA``,
+``<NA>``, ``NaN``, ``-NaN``, ``NULL``, ``None``, ``1.#IND``, ``1.#QNAN`` ...,
+the spellings spreadsheets, R and pandas write for a missing cell) plus
+``N.A.``. ``-``, ``?`` and ``0`` are not markers: they can be real classes.
+Every label source (participants tables, CSV/TSV label columns,
 labels files, label arrays given in Python) uses :func:`is_missing`, so a
 class called "NA" never reaches a store or a model: such samples are refused
 in one sentence naming the first few, or left out with ``--drop-unlabelled``
@@ -20,8 +24,12 @@ import numpy as np
 
 from wideml.exceptions import WidemlError
 
-#: Label texts that mean "no label" (compared stripped and lower-cased).
-MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "none"})
+#: Label texts that mean "no label" (compared stripped and lower-cased): pandas' default ``na_values`` and "n.a.".
+MISSING_MARKERS = frozenset({"", "na", "n/a", "n.a.", "nan", "-nan", "null", "none", "#n/a", "#n/a n/a", "#na", "<na>",
+                             "1.#ind", "-1.#ind", "1.#qnan", "-1.#qnan"})
+#: Column names that mean "sample ids", compared by :func:`is_id_name` (the rule shared by every labels table and CSV source).
+ID_NAMES = frozenset({"participant_id", "participant", "participants", "subject_id", "subject", "subjects", "sub", "subj",
+                      "subj_id", "subjid", "sub_id", "id", "ids", "sample_id", "sampleid", "sample", "samples"})
 #: Offending items named in one message.
 SHOWN = 5
 #: The fix for missing labels, in every message about them.
@@ -39,6 +47,14 @@ def is_missing(value) -> bool:
     if isinstance(value, (float, np.floating)):
         return bool(np.isnan(value))
     return type(value).__name__ in ("NAType", "NaTType")
+
+
+def is_id_name(name) -> bool:
+    """Whether a column name means sample ids (``id``, ``participant_id``, ``Subject ID``, ``sample-id`` ...: :data:`ID_NAMES`).
+
+    Compared stripped and lower-cased, with spaces and hyphens read as underscores.
+    """
+    return str(name).strip().lower().replace(" ", "_").replace("-", "_") in ID_NAMES
 
 
 def missing_mask(values) -> np.ndarray:
@@ -114,5 +130,5 @@ def delimiter_error(where: str, sep: str, fix: str) -> WidemlError:
     return WidemlError(f"{where} looks {shown}-separated (its first line is one column holding {shown}); {fix}.")
 
 
-__all__ = ["MISSING_MARKERS", "check_unique_columns", "check_unique_ids", "clip", "delimiter_error", "is_missing", "listed",
-           "missing_error", "missing_mask", "other_delimiter"]
+__all__ = ["ID_NAMES", "MISSING_MARKERS", "check_unique_columns", "check_unique_ids", "clip", "delimiter_error", "is_id_name",
+           "is_missing", "listed", "missing_error", "missing_mask", "other_delimiter"]

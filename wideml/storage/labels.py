@@ -11,7 +11,7 @@ objects (Series, Categorical of strings or ints). wideml keeps them as
 
 so predictions come back as the labels that were given (strings as str,
 ints as ints). Missing values (None, NaN, pandas NA, and the texts ``NA``,
-``N/A``, ``NaN``, ``null``, ``None``, empty or blank, in any case: see
+``N/A``, ``#N/A``, ``<NA>``, ``NaN``, ``null``, ``None``, empty or blank, in any case: see
 :mod:`wideml.storage.label_cells`) and labels that mix strings with numbers
 are refused with one sentence: a class called "NA" or "None" would be a
 silent wrong answer.
@@ -27,9 +27,17 @@ from wideml.exceptions import WidemlError
 from wideml.storage.label_cells import clip, listed, missing_mask
 
 
+def _named(what: str) -> str:
+    """``what`` as the plural subject of a sentence: ``y`` → "the labels y" (never "y contain ...")."""
+    if what == "labels":
+        return "the labels"
+    return what if " " in what or what.endswith("s") else f"the labels {what}"
+
+
 def _refuse_missing(arr: np.ndarray, what: str) -> None:
     """Refuse missing labels (None, NaN, NA, "n/a", "" ...), naming the first samples (0-based)."""
     where = np.flatnonzero(missing_mask(arr.ravel()))
+    what = _named(what)
     if where.size == 1:
         first = arr.ravel()[where[0]]
         shown = repr(clip(first)) if isinstance(first, (str, bytes)) else repr(first)
@@ -43,6 +51,7 @@ def _object_labels(arr: np.ndarray, what: str) -> np.ndarray:
     """An object array's labels as int64, bool, float64 or str; missing and mixed kinds refused."""
     flat = arr.ravel()
     _refuse_missing(flat, what)
+    what = _named(what)
     texts = [isinstance(v, (str, bytes, np.str_, np.bytes_)) for v in flat]
     if all(texts):
         return np.array([v.decode() if isinstance(v, bytes) else str(v) for v in flat], dtype=str).reshape(arr.shape)
@@ -64,6 +73,7 @@ def _object_labels(arr: np.ndarray, what: str) -> np.ndarray:
 
 
 def _integers(values: np.ndarray, what: str) -> np.ndarray:
+    what = _named(what)
     info = np.iinfo(np.int64)
     if values.size and (values.max() > info.max or values.min() < info.min):
         raise WidemlError(f"{what} hold integers beyond the int64 range; give smaller integer codes or strings.")
@@ -96,14 +106,16 @@ def normalise_labels(values, what: str = "labels") -> np.ndarray:
         return _integers(arr, what) if kind == "u" and arr.dtype.itemsize == 8 else arr.astype(np.int64)
     if kind == "f":
         if arr.size and not np.all(np.isfinite(arr)):
-            raise WidemlError(f"{what} contain NaN or inf; give every sample a label.")
+            bad = int(np.flatnonzero(~np.isfinite(arr.ravel()))[0])
+            raise WidemlError(f"{_named(what)} must not contain NaN or inf (sample {bad} holds {float(arr.ravel()[bad])}); "
+                              "give every sample a finite label.")
         return arr.astype(np.float64)
     if kind in "SUT":
         _refuse_missing(arr, what)
         return np.array([v.decode() if isinstance(v, bytes) else str(v) for v in arr.ravel()], dtype=str).reshape(arr.shape)
     if kind == "O":
         return _object_labels(arr, what)
-    raise WidemlError(f"{what} have dtype {arr.dtype}, which wideml does not take as labels; give integer, boolean or string labels.")
+    raise WidemlError(f"{_named(what)} have dtype {arr.dtype}, which wideml does not take as labels; give integer, boolean or string labels.")
 
 
 def classes_from_model(array) -> np.ndarray:

@@ -60,7 +60,7 @@ def ingest_nifti_folder(
     out : path-like
     y : array-like, optional
         Labels per file (``y_per_file``) or per sample.
-    table : (path, label_column, id_column), optional
+    table : (path, label_column, id_column[, delimiter]), optional
         A participants table: labels matched by subject id (overrides ``y``).
     drop_unlabelled : bool
         With ``table``: leave out files without a label instead of refusing.
@@ -85,9 +85,9 @@ def ingest_nifti_folder(
 
     plan = scan_nifti(files)
     if table is not None:
-        labels_path, label_column, id_column = table
+        labels_path, label_column, id_column, *rest = table
         names = [f.name for f in plan.files]
-        ids, cells = read_table(labels_path, label_column, id_column, file_names=names)
+        ids, cells = read_table(labels_path, label_column, id_column, delimiter=rest[0] if rest else None, file_names=names)
         kept, file_labels = match_subjects(names, ids, cells, str(labels_path), drop_unlabelled)
         plan = keep_files(plan, kept)
         y = file_labels[plan.file_of_sample]

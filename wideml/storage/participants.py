@@ -11,7 +11,7 @@ name carries the BIDS entity ``sub-01`` (``sub-01_T1w.nii.gz``,
 ``sub-01_ses-2_task-x_bold.nii.gz``), whatever the table's row order; a
 subject's label goes to all its files (and every volume of a 4-D file).
 
-Labels ``n/a`` (BIDS), ``NA``, ``NaN``, ``null``, ``None`` or empty count as
+Labels ``n/a`` (BIDS), ``NA``, ``#N/A``, ``<NA>``, ``NaN``, ``null``, ``None`` or empty (any case) count as
 missing (:mod:`wideml.storage.label_cells`). Files without a
 label and ids without a file are refused in one sentence (how many, up to 5
 names) — or, with ``drop_unlabelled`` (``--drop-unlabelled``), files without
@@ -28,19 +28,17 @@ from pathlib import Path
 import numpy as np
 
 from wideml.exceptions import WidemlError
-from wideml.storage.ingest_labels import coerce_labels, delimiter_for, open_text
+from wideml.storage.ingest_labels import coerce_labels, delimiter_fix, labels_delimiter, open_text
 from wideml.storage.label_cells import (
     check_unique_columns,
     clip,
     delimiter_error,
+    is_id_name,
     is_missing,
     listed,
     other_delimiter,
 )
 
-#: Column names taken for the subject id column when no --id-column is given (compared lower-cased).
-ID_NAMES = frozenset({"participant_id", "participant", "participants", "subject_id", "subject", "subjects", "sub", "subj",
-                      "subj_id", "subjid", "sub_id", "id", "ids"})
 _SUBJECT = re.compile(r"(?:^|_)sub-([A-Za-z0-9]+)(?=[_.]|$)")
 
 
@@ -68,7 +66,7 @@ def _column(header: list[str], name, path: Path, flag: str) -> int:
 
 def _guess_id_column(header: list[str], body: list[list[str]], lab: int, path: Path, file_names) -> int:
     """The id column when only one can be meant: one column named like an id, else one whose values name the files' subjects."""
-    named = [i for i, h in enumerate(header) if i != lab and h.strip().lower() in ID_NAMES]
+    named = [i for i, h in enumerate(header) if i != lab and is_id_name(h)]
     if len(named) == 1:
         return named[0]
     if len(named) > 1 and len({header[i] for i in named}) == 1:
@@ -112,7 +110,7 @@ def read_table(path, label_column, id_column=None, delimiter: str | None = None,
     path = Path(path)
     try:
         with open_text(path) as f:
-            rows = [[c.strip() for c in row] for row in csv.reader(f, delimiter=delimiter_for(path, delimiter)) if any(c.strip() for c in row)]
+            rows = [[c.strip() for c in row] for row in csv.reader(f, delimiter=labels_delimiter(path, delimiter)) if any(c.strip() for c in row)]
     except FileNotFoundError:
         raise WidemlError(f"labels file {str(path)!r} does not exist; check the path.") from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
@@ -120,9 +118,9 @@ def read_table(path, label_column, id_column=None, delimiter: str | None = None,
     if len(rows) < 2:
         raise WidemlError(f"labels file {str(path)!r} has no rows below its header; give one row per participant.")
     header = rows[0]
-    sep = other_delimiter(header, delimiter_for(path, delimiter))
+    sep = other_delimiter(header, labels_delimiter(path, delimiter))
     if sep is not None:
-        raise delimiter_error(f"labels file {str(path)!r}", sep, "save it tab-separated (.tsv) or comma-separated (.csv)")
+        raise delimiter_error(f"labels file {str(path)!r}", sep, delimiter_fix(sep, path))
     lab = _column(header, label_column, path, "--label-column")
     for i, row in enumerate(rows[1:], 2):
         if len(row) != len(header):
@@ -131,6 +129,9 @@ def read_table(path, label_column, id_column=None, delimiter: str | None = None,
         idx = _guess_id_column(header, rows[1:], lab, path, file_names)
     else:
         idx = _column(header, id_column, path, "--id-column")
+    if idx == lab and id_column is not None:
+        raise WidemlError(f"labels file {str(path)!r}: --id-column and --label-column both name column {clip(header[lab])!r}; "
+                          "the id column and the label column must differ: give two different columns.")
     if idx == lab:
         raise WidemlError(f"labels file {str(path)!r}: the id column and the label column are both {clip(header[lab])!r}; "
                           "name the id column with --id-column.")
