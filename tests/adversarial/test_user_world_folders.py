@@ -66,8 +66,13 @@ def test_a_user_folder_with_the_checkpoint_name_is_refused_not_adopted(tmp_path,
     (home / "thesis").mkdir()
     (home / "thesis" / "x").write_text("chapter")
     before = sorted(p.name for p in home.iterdir())
-    message = assert_refused(run_cli("fit", "lol", small_store, "-o", "thesis", "--overwrite", cwd=home), "not made by wideml")
-    assert "thesis.wideml-work" in message
+    assert_refused(run_cli("fit", "lol", small_store, "-o", "thesis", "--overwrite", cwd=home), "cannot prove it wrote it")
+    model = home / "thesis.model"  # a checkpoint folder named like the user's folder, beside a new output
+    (home / "thesis.model.wideml-work").mkdir()
+    (home / "thesis.model.wideml-work" / "x").write_text("chapter")
+    before = sorted(p.name for p in home.iterdir())
+    message = assert_refused(run_cli("fit", "lol", small_store, "-o", model, cwd=home), "not made by wideml")
+    assert "thesis.model.wideml-work" in message and (home / "thesis.model.wideml-work" / "x").read_text() == "chapter"
     _intact(home)
     assert (home / "thesis" / "x").read_text() == "chapter" and sorted(p.name for p in home.iterdir()) == before
 

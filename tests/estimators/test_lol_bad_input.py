@@ -22,7 +22,7 @@ def test_qoq_class_with_one_sample():
     X, y = make_data(n=40, p=100, K=2)
     y = y.copy()
     y[0] = 2  # a third class with a single sample
-    with pytest.raises(WidemlError, match="only 1 sample; QOQ"):
+    with pytest.raises(WidemlError, match="class 2 has 1 sample, but QOQ estimates a covariance per class"):
         LOL(4, second_moment="quadratic").fit(X, y)
 
 
