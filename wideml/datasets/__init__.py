@@ -1,4 +1,4 @@
-"""Real-data loaders that read local files (never download); see ``shared/data/README.md``."""
+"""Real-data loaders that read local files given by path (never download)."""
 
 from wideml.datasets.real import load_cora, load_yale_b
 

@@ -1,7 +1,7 @@
 """Loaders for the encoder paper's real data sets from local MATLAB files (never downloaded).
 
-Both files are MATLAB v5 ``.mat`` files (``scipy.io.loadmat``); see
-``shared/data/README.md``. Each loader takes the file path and returns
+Both files are MATLAB v5 ``.mat`` files (``scipy.io.loadmat``): ``Cora.mat`` (``X``, ``Label``) and
+``faceYaleB_32x32.mat`` (``fea``, ``gnd``). Each loader takes the file path and returns
 ``(X, y)`` as numpy arrays: X float64 (n_samples, n_features), y int64 labels.
 """
 
