@@ -44,9 +44,14 @@ def test_existing_output_refused_without_overwrite(model_path, tmp_path):
     (out / "keep.txt").write_text("mine")
     assert_refused(run_cli("maps", model_path, "-o", out, "--png", "none"), "already exists", "--overwrite")
     assert (out / "keep.txt").read_text() == "mine"
-    proc = run_cli("maps", model_path, "-o", out, "--png", "none", "--overwrite")
+    # a folder wideml did not write is never replaced, --overwrite or not (issue 22)
+    assert_refused(run_cli("maps", model_path, "-o", out, "--png", "none", "--overwrite"), "cannot prove it wrote it")
+    assert (out / "keep.txt").read_text() == "mine"
+    ours = tmp_path / "maps2"
+    assert run_cli("maps", model_path, "-o", ours, "--png", "none").returncode == 0
+    proc = run_cli("maps", model_path, "-o", ours, "--png", "none", "--overwrite")  # wideml's own maps: replaced
     assert proc.returncode == 0, proc.stderr
-    assert not (out / "keep.txt").exists() and (out / "maps.json").is_file()
+    assert (ours / "maps.json").is_file()
     assert_no_debris(tmp_path)
 
 

@@ -124,7 +124,7 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
         d = self.n_components if self.n_components is not None else self._default_components(data)
         # a bound no method exceeds, checked before any pass (each method's exact limit follows from the Gram)
         bound = self._component_bound(n, K, p)
-        _check_components(d, bound, self._method_name(), f"{n} samples, {K} classes, {p} features")
+        _check_components(d, bound, self._method_name(), f"n_samples = {n}, n_classes = {K}, n_features = {p}")
         self._check_class_sizes(data)
         median = self._uses_medians()
         group = None

@@ -37,13 +37,14 @@ live in :mod:`wideml.runtime.removal`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from wideml.exceptions import StoreError
@@ -200,6 +201,22 @@ def claim(folder: str | os.PathLike, kind: str | None = None, *, made_here: bool
     _write_record(folder, owner_record(folder.name, kind))
 
 
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back (delivered right after the block) where the platform allows it."""
+    import signal
+
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None:
+        yield
+        return
+    old = block(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        block(signal.SIG_SETMASK, old)
+
+
 def create_claimed(folder: str | os.PathLike, kind: str | None = None, mode: int = 0o777) -> None:
     """Make the new folder ``folder`` and write this process's owner record into it at once.
 
@@ -208,10 +225,14 @@ def create_claimed(folder: str | os.PathLike, kind: str | None = None, mode: int
     it proves nothing). Raises FileExistsError if ``folder`` exists: an
     existing folder is never taken over.
     """
+    from wideml.runtime.removal import register_scratch
+
     folder = Path(folder)
     record = owner_record(folder.name, kind or _kind_of(folder.name))
-    folder.mkdir(mode)
-    _write_record(folder, record)
+    with _signals_deferred():  # SIGINT/SIGTERM wait until the folder has its record and is this run's to clean up
+        folder.mkdir(mode)
+        register_scratch(folder)
+        _write_record(folder, record)
 
 
 def release(folder: str | os.PathLike) -> None:
