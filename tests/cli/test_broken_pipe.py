@@ -62,3 +62,20 @@ def test_open_stdout_is_untouched(files):
                           text=True, cwd=files, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "40 samples x 80 features" in proc.stdout
+
+
+def test_cv_into_a_closed_pipe_keeps_no_checkpoint(files, tmp_path):
+    """`wideml cv ... | head -1` (user-world round): the work was done, so no wideml-cv-* checkpoint folder may stay."""
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    proc = _run_with_closed_stdout("cv", files / "s.zarr", "--methods", "lol", "--folds", 2, "--max-dim", 2,
+                                   "--workdir", workdir, "--no-progress", cwd=tmp_path)
+    assert proc.returncode == EXIT_OUTPUT_CLOSED and "Traceback" not in proc.stderr, proc.stderr
+    assert list(workdir.iterdir()) == []
+
+
+def test_a_long_command_line_is_cut_with_an_ellipsis():
+    from wideml.runtime.ownership import describe_owner
+
+    phrase = describe_owner({"pid": 1, "host": "h", "start_time": 0.0, "argv": ["wideml", "fit", "x" * 300, "-o", "dupS.zarr"]})
+    assert phrase.endswith("…") and len(phrase) < 260
