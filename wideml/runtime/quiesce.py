@@ -9,6 +9,7 @@ clean-up first calls :func:`wait_for_running_tasks`.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -89,7 +90,40 @@ def _wait_for_cluster(timeout: float) -> None:
         time.sleep(0.2)
 
 
+def _wait_for_zarr_io(timeout: float) -> None:
+    """Wait (at most ``timeout`` s) until zarr's own IO thread has finished the writes still running on it.
+
+    zarr 3 runs its reads and writes as coroutines on a background event loop; an
+    interrupt in the calling thread leaves them running, and a chunk write then
+    re-creates the folders above it (a removed partial output, without its owner
+    record) after the clean-up.
+    """
+    if "zarr" not in sys.modules:
+        return
+    try:
+        from zarr.core import sync as zarr_sync
+
+        loop = zarr_sync.loop[0]
+    except Exception:  # noqa: BLE001 - another zarr layout: nothing to wait for that we can see
+        return
+    if loop is None or not loop.is_running():
+        return
+    import asyncio
+
+    async def drain() -> None:
+        me = asyncio.current_task()
+        others = [task for task in asyncio.all_tasks() if task is not me]
+        if others:
+            await asyncio.wait(others, timeout=timeout)
+
+    try:
+        asyncio.run_coroutine_threadsafe(drain(), loop).result(timeout + 1.0)
+    except Exception:  # noqa: BLE001 - a loop that cannot answer has nothing left to wait for
+        pass
+
+
 def wait_for_running_tasks(timeout: float = 30.0) -> None:
-    """Return once the tasks this process started have stopped (at most ``timeout`` s on a cluster)."""
+    """Return once the tasks this process started have stopped (at most ``timeout`` s on a cluster or zarr's IO thread)."""
     _stop_local_pools()
     _wait_for_cluster(timeout)
+    _wait_for_zarr_io(min(timeout, 10.0))
