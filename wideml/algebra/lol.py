@@ -1,4 +1,4 @@
-"""LOL, QOQ, rrLDA and PCA projections from Gram matrices (DESIGN.md §4).
+"""LOL, QOQ, rrLDA and PCA projections from Gram matrices (docs/architecture.md, "One pass, then algebra").
 
 Every projection here is a :class:`Projection`: a p x d matrix A that is never
 formed, written instead as

@@ -1,4 +1,4 @@
-"""Saving and loading fitted models: a model file is data, never code (DESIGN.md §6, §8).
+"""Saving and loading fitted models: a model file is data, never code (docs/architecture.md, "Trust").
 
 Threat model: a model directory may have been edited by someone else. Loading
 it must never import, call or construct anything the file names except

@@ -1,4 +1,4 @@
-"""Open and validate feature stores (DESIGN.md §3) from metadata alone."""
+"""Open and validate feature stores from metadata alone."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chunk presence: a chunk file that is missing is an error, never a fill value (DESIGN.md §8).
+"""Chunk presence: a chunk file that is missing is an error, never a fill value (docs/architecture.md, "Trust").
 
 zarr reads a chunk whose file is missing as the array's fill value, so a store
 with a deleted chunk would silently feed zeros to a fit. wideml lists an

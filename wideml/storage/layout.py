@@ -1,4 +1,4 @@
-"""Feature identity: the layout of the features a model was trained on (DESIGN.md §8).
+"""Feature identity: the layout of the features a model was trained on (docs/architecture.md, "Trust").
 
 A :class:`FeatureLayout` records what identifies the columns of X: their
 number, the store's ``feature_shape`` (e.g. a brain volume's (x, y, z)), its

@@ -1,4 +1,4 @@
-"""Model stores: the zarr v3 group I/O of fitted models (DESIGN.md §6). Never pickle; never code.
+"""Model stores: the zarr v3 group I/O of fitted models. Never pickle; never code.
 
 A model group holds JSON attrs under ``wideml`` (schema, version, estimator
 class name, params, state, package version, provenance, the feature layout

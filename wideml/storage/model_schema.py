@@ -1,4 +1,4 @@
-"""Declarative schemas of what a model store holds, checked before any estimator is built (DESIGN.md §6, §8).
+"""Declarative schemas of what a model store holds, checked before any estimator is built.
 
 A model is data: each estimator class declares, as a :class:`ModelSchema`, the
 JSON state it writes (key -> type) and the arrays it writes (name -> dtype

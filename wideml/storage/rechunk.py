@@ -296,7 +296,7 @@ def rechunk(
         Features per output chunk (default: about config ``chunk-size`` bytes per
         chunk, capped to fit the memory budget).
     sample_chunk : int, optional
-        Rows per output chunk (default all samples: full-height chunks, DESIGN.md §3).
+        Rows per output chunk (default all samples: full-height chunks).
     memory_limit : int or str, optional
         Budget such as ``"2GiB"`` (default config ``wideml.memory-limit``).
     compressor : {"none", "zstd", "lz4"}, optional

@@ -1,4 +1,4 @@
-"""Names and versions of the on-disk layouts (DESIGN.md §3 and §6)."""
+"""Names and versions of the on-disk layouts."""
 
 FEATURE_STORE_SCHEMA = "wideml.feature-store"
 FEATURE_STORE_VERSION = 3  # 2: stores record "complete": true once every chunk is written;

@@ -186,7 +186,7 @@ def create_store(
     feature_chunk : int, optional
         Features per chunk; default from config ``chunk-size`` (full-height chunks).
     sample_chunk : int, optional
-        Rows per chunk; default all samples (DESIGN.md §3).
+        Rows per chunk; default all samples.
     sample_ids, feature_ids : array-like, optional
     feature_shape : tuple of int, optional
         Per-sample shape whose product is ``n_features``.
