@@ -1,4 +1,4 @@
-"""Fit the constants of the solver="auto" cost model (wideml/estimators/_solver.py) to measured grid times.
+"""Fit the constants of the solver="auto" cost model (wideml/estimators/gram/solver.py) to measured grid times.
 
 Reads the part-B grid of ``scaling_solvers_b.json`` (or the file given), fits each solver's
 constants by non-negative least squares on relative error (every row divided by its measured

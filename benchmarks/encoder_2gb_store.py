@@ -47,7 +47,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import wideml
-    from wideml.estimators.encoder import EncoderClassifier
+    from wideml.estimators.encoder.estimator import EncoderClassifier
     from wideml.sims import simulate_to_store
     from wideml.storage.reader import READ_COUNTER
 

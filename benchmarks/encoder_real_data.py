@@ -46,7 +46,7 @@ from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
 from wideml.datasets import load_cora, load_yale_b
-from wideml.estimators.encoder import EncoderClassifier, cross_validate_encoder
+from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validate_encoder
 
 HERE = Path(__file__).resolve().parent
 #: The paper's Table 1 (error %, ± sd; time, ± sd).

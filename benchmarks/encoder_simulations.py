@@ -59,7 +59,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
-from wideml.estimators.encoder import EncoderClassifier, cross_validate_encoder
+from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validate_encoder
 from wideml.runtime import compute
 from wideml.sims import simulate
 

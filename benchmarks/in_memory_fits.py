@@ -39,7 +39,7 @@ def _estimators():
 
 
 def _time(make, X, y, repeats: int, pool: bool) -> float:
-    from wideml.estimators import _passes
+    from wideml.runner import fit_runner as _passes
 
     rule = _passes.FitPasses._scheduler
     times = []
@@ -59,8 +59,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
     args = ap.parse_args()
-    from wideml.estimators._input import fit_input
-    from wideml.estimators._passes import FitPasses
+    from wideml.inputs.door import fit_input
+    from wideml.runner.fit_runner import FitPasses
 
     rng = np.random.default_rng(0)
     rows = []

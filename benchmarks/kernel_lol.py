@@ -38,7 +38,7 @@ def data(name: str, n: int, p: int, seed: int):
 def cv_sigma(Xtr, ytr, d, classifier, folds=5, seed=0):
     """Pick sigma by CV on the training set (each fit here is one in-memory Gram; in a store it would be fold sub-blocks)."""
     from wideml.algebra.kernel_selection import stratified_folds
-    from wideml.estimators.kernel_lol import KernelLOL
+    from wideml.estimators.kernel.kernel_lol import KernelLOL
 
     codes = np.unique(ytr, return_inverse=True)[1]
     splits = stratified_folds(codes, folds, seed)
@@ -63,7 +63,7 @@ def main() -> None:
     ap.add_argument("--p", type=int, default=100)
     ap.add_argument("--d", type=int, default=5)
     args = ap.parse_args()
-    from wideml.estimators.kernel_lol import KernelLOL
+    from wideml.estimators.kernel.kernel_lol import KernelLOL
 
     out = {"n_train": args.n, "n_test": args.n_test, "p": args.p, "d": args.d, "reps": args.reps, "settings": {}}
     for name in SETTINGS:

@@ -62,10 +62,10 @@ def main() -> None:
     from wideml.algebra.kernel_selection import alignment_weights, stratified_folds
     from wideml.algebra.kernels import PAPER_SIGMAS, CombinedKernel, gram_sq_distances, rbf_family
     from wideml.algebra.kpca import fit_kpca
-    from wideml.estimators._kernel_basis import fit_basis
-    from wideml.estimators._passes import one_blas_thread
-    from wideml.estimators._kernel_products import Products
-    from wideml.estimators.kpca_trick import DNE, LMNN, KPCATrick
+    from wideml.estimators.kernel.basis import fit_basis
+    from wideml.runner.fit_runner import one_blas_thread
+    from wideml.estimators.kernel.products import Products
+    from wideml.estimators.kernel.kpca_trick import DNE, LMNN, KPCATrick
     from wideml.passes.gram import gram_pass
     from wideml.runtime import compute
     from wideml.storage import open_store

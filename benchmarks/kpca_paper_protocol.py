@@ -128,7 +128,7 @@ def standardize(Xtr, Xte):
 
 
 def model_for(learner: str, method: str, args):
-    from wideml.estimators.kpca_trick import KPCATrick
+    from wideml.estimators.kernel.kpca_trick import KPCATrick
 
     params = {"nca": {"max_iter": args.nca_iter}, "lmnn": {"n_neighbors": 3, "max_iter": args.lmnn_iter},
               "dne": {"n_neighbors": 3}}[learner]

@@ -85,7 +85,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import wideml
-    from wideml.estimators.encoder import EncoderClassifier
+    from wideml.estimators.encoder.estimator import EncoderClassifier
 
     if args.store is None:
         import tempfile

@@ -45,7 +45,7 @@ def _evict_before_every_pass(path):
     """Context manager: evict the store from the page cache before each of wideml's passes (as for a bigger-than-RAM store)."""
     import contextlib
 
-    import wideml.estimators._projector as projector
+    import wideml.estimators.gram.projector as projector
 
     @contextlib.contextmanager
     def ctx():

@@ -19,11 +19,11 @@ if TYPE_CHECKING:  # for type checkers and the import contract (import-linter se
         cross_validate_dims,
         cross_validate_encoder,
     )
-    from wideml.estimators.image_input import images_to_array
-    from wideml.estimators.persistence import load_model, save_model
+    from wideml.inputs.images import images_to_array
+    from wideml.models.persistence import load_model, save_model
     from wideml.maps import write_maps
     from wideml.storage import create_store, open_store, write_store
-    from wideml.storage.ingest import ingest
+    from wideml.sources.ingest import ingest
     from wideml.storage.layout import ignore_feature_layout
     from wideml.storage.rechunk import rechunk
 
@@ -33,16 +33,16 @@ _LAZY = {
     "create_store": "wideml.storage",
     "open_store": "wideml.storage",
     "write_store": "wideml.storage",
-    "ingest": "wideml.storage.ingest",
+    "ingest": "wideml.sources.ingest",
     "rechunk": "wideml.storage.rechunk",
     **{name: "wideml.estimators" for name in (
         "LFL", "LOL", "PCA", "RRLDA", "EmbeddingClassifier", "EncoderClassifier", "KernelLOL", "KernelPCA",
         "KPCATrick", "cross_validate_dims", "cross_validate_encoder")},
-    "load_model": "wideml.estimators.persistence",
-    "save_model": "wideml.estimators.persistence",
+    "load_model": "wideml.models.persistence",
+    "save_model": "wideml.models.persistence",
     "ignore_feature_layout": "wideml.storage.layout",
     "write_maps": "wideml.maps",
-    "images_to_array": "wideml.estimators.image_input",
+    "images_to_array": "wideml.inputs.images",
 }
 
 

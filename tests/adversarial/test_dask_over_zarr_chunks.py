@@ -19,8 +19,8 @@ import pytest
 
 import wideml
 from wideml.exceptions import StoreError
-from wideml.passes.blocks import as_dask_array
-from wideml.passes.zarr_chunks import zarr_arrays_in_graph
+from wideml.inputs.as_dask import as_dask_array
+from wideml.inputs.zarr_chunks import zarr_arrays_in_graph
 
 WRAPS = {
     "from_zarr": lambda a: da.from_zarr(a),

@@ -11,7 +11,7 @@ import pytest
 
 import wideml
 from wideml.exceptions import WidemlError
-from wideml.storage.ingest import ingest
+from wideml.sources.ingest import ingest
 
 from adversarial.harness import assert_api_refused, assert_no_debris, assert_refused, run_cli
 

@@ -158,7 +158,7 @@ def test_a_bare_work_folder_array_read_after_the_folder_is_gone_raises(round_tri
 
 
 def test_too_large_to_carry_refuses_naming_save_model(adv_stores, monkeypatch):
-    from wideml.estimators import _pickling
+    from wideml.runner import pickling as _pickling
     from wideml.exceptions import WidemlError
 
     est = wideml.EmbeddingClassifier(wideml.LOL(3)).fit(wideml.open_store(adv_stores[0]))

@@ -1,6 +1,6 @@
 """Tiny classes (issue 22): refused from the labels, before any pass over X, in one sentence; what is possible still fits.
 
-The rules (wideml/estimators/_class_sizes.py): LDA (the classifier after LOL, PCA,
+The rules (wideml/estimators/class_sizes.py): LDA (the classifier after LOL, PCA,
 rrLDA, LFL, kernel LOL, and the encoder's own) needs some class with 2 samples;
 QDA on a d-dimensional embedding needs d + 1 samples in every class and d <= p;
 the NCA/LMNN/DNE learners need some class with 2 samples. Embeddings that do not
@@ -19,12 +19,12 @@ import pytest
 from adversarial.harness import assert_api_refused, assert_refused, run_cli
 from wideml import open_store, write_store
 from wideml.estimators.classifier import EmbeddingClassifier
-from wideml.estimators.encoder import EncoderClassifier
-from wideml.estimators.kernel_lol import KernelLOL
-from wideml.estimators.kpca import KernelPCA
-from wideml.estimators.kpca_trick import KPCATrick
+from wideml.estimators.encoder.estimator import EncoderClassifier
+from wideml.estimators.kernel.kernel_lol import KernelLOL
+from wideml.estimators.kernel.kpca import KernelPCA
+from wideml.estimators.kernel.kpca_trick import KPCATrick
 from wideml.estimators.lfl import LFL
-from wideml.estimators.lol import LOL, PCA
+from wideml.estimators.gram.lol import LOL, PCA
 from wideml.exceptions import WidemlError
 from wideml.storage.reader import READ_COUNTER
 

@@ -19,12 +19,12 @@ import pytest
 
 from adversarial.harness import assert_api_refused
 from wideml.estimators.classifier import EmbeddingClassifier
-from wideml.estimators.encoder import EncoderClassifier
-from wideml.estimators.kernel_lol import KernelLOL
-from wideml.estimators.kpca import KernelPCA
-from wideml.estimators.kpca_trick import KPCATrick
+from wideml.estimators.encoder.estimator import EncoderClassifier
+from wideml.estimators.kernel.kernel_lol import KernelLOL
+from wideml.estimators.kernel.kpca import KernelPCA
+from wideml.estimators.kernel.kpca_trick import KPCATrick
 from wideml.estimators.lfl import LFL
-from wideml.estimators.lol import LOL, PCA
+from wideml.estimators.gram.lol import LOL, PCA
 from wideml.exceptions import WidemlError
 
 N, P = 40, 300

@@ -18,8 +18,8 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.model_selection import StratifiedKFold
 
 from wideml.algebra import encoder as alg
-from wideml.estimators._encoder_fit import _lda, _proba
-from wideml.estimators.encoder import EncoderClassifier, cross_validate_encoder
+from wideml.estimators.encoder.fit import _lda, _proba
+from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validate_encoder
 from wideml.runtime import compute
 from wideml.sims import simulate
 

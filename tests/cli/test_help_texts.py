@@ -17,7 +17,7 @@ from adversarial.harness import assert_refused, run_cli
 from oracles import store_and_model
 from wideml.cli.main import build_parser
 from wideml.cli.model_commands import _build
-from wideml.estimators.lol import LOL, PCA, RRLDA
+from wideml.estimators.gram.lol import LOL, PCA, RRLDA
 from wideml.exceptions import WidemlError
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from wideml.cli.main import absolute_paths, main
-from wideml.estimators._workdir import resolve_workdir
+from wideml.runner.workdir import resolve_workdir
 from wideml.exceptions import ConfigError
 
 

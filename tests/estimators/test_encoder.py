@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from wideml.estimators.encoder import EncoderClassifier, cross_validate_encoder
+from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validate_encoder
 from wideml.exceptions import WidemlError
 from wideml.storage import open_store, write_store
-from wideml.estimators.persistence import load_model, save_model
+from wideml.models.persistence import load_model, save_model
 from wideml.storage.reader import READ_COUNTER
 
 N, P, K, WIDTH = 45, 120, 3, 25

@@ -8,8 +8,8 @@ from threadpoolctl import threadpool_info
 
 from oracles import make_data
 from wideml import LFL, LOL, KernelPCA
-from wideml.estimators._input import fit_input
-from wideml.estimators._passes import SMALL_ALGEBRA_N, FitPasses, algebra_threads, one_blas_thread
+from wideml.inputs.door import fit_input
+from wideml.runner.fit_runner import SMALL_ALGEBRA_N, FitPasses, algebra_threads, one_blas_thread
 
 
 def _blas_threads():
@@ -40,7 +40,7 @@ def test_small_in_memory_input_runs_in_process_and_others_do_not():
 
 def test_in_process_passes_use_the_synchronous_scheduler(monkeypatch):
     seen = []
-    import wideml.estimators._resume as resume
+    import wideml.runner.resume as resume
 
     original = resume.run_pass
 

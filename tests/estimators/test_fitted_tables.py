@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator
 
-from wideml.estimators._fitted import REQUIRED, UNSET, FittedState, array, load_fitted, p_array, save_fitted, state
-from wideml.estimators.persistence import MODEL_SCHEMAS
+from wideml.estimators.fitted import REQUIRED, UNSET, FittedState, array, load_fitted, p_array, save_fitted, state
+from wideml.models.persistence import MODEL_SCHEMAS
 
 
 def _tables():

@@ -14,12 +14,12 @@ from sklearn.preprocessing import StandardScaler
 from wideml.algebra.centering import pool_center_gram
 from wideml.algebra.lol import lol_projection
 from wideml.algebra.metric import fit_dne, pairwise_sq_dist
-from wideml.estimators.kernel_lol import KernelLOL
-from wideml.estimators.kpca import KernelPCA
-from wideml.estimators.kpca_trick import DNE, LMNN, KPCATrick
+from wideml.estimators.kernel.kernel_lol import KernelLOL
+from wideml.estimators.kernel.kpca import KernelPCA
+from wideml.estimators.kernel.kpca_trick import DNE, LMNN, KPCATrick
 from wideml.exceptions import StoreError, WidemlError
 from wideml.storage import open_store, write_store
-from wideml.estimators.persistence import load_model, save_model
+from wideml.models.persistence import load_model, save_model
 from wideml.storage.reader import READ_COUNTER
 
 FAST_NCA = {"max_iter": 15}

@@ -10,7 +10,7 @@ import pytest
 import map_fixtures as mf
 from wideml import LOL, PCA, EmbeddingClassifier, KernelPCA, load_model, open_store, save_model, write_maps
 from wideml.exceptions import ConfigError
-from wideml.estimators.maps import lda_feature_weights, model_maps
+from wideml.maps.model_maps import lda_feature_weights, model_maps
 
 nib = pytest.importorskip("nibabel")
 

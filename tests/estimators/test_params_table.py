@@ -1,9 +1,9 @@
-"""The constraint validator of wideml/estimators/_params.py."""
+"""The constraint validator of wideml/estimators/params.py."""
 
 import numpy as np
 import pytest
 
-from wideml.estimators._params import BOOLEAN, NONE, POSITIVE_INT, Interval, Options, Satisfies, check_parameters
+from wideml.estimators.params import BOOLEAN, NONE, POSITIVE_INT, Interval, Options, Satisfies, check_parameters
 from wideml.exceptions import WidemlError
 
 TABLE = {

@@ -11,16 +11,17 @@ import pytest
 import wideml.estimators
 from oracles import make_data
 from wideml import LOL, EmbeddingClassifier, load_model, save_model
-from wideml.estimators.persistence import MODEL_CLASSES, MODEL_SCHEMAS, decode_params
+from wideml.models.persistence import MODEL_CLASSES, MODEL_SCHEMAS, decode_params
 from wideml.exceptions import StoreError
-from wideml.storage.model_schema import SchemaViolation
+from wideml.models.schema_checks import SchemaViolation
+from wideml.models.store import qualified_name
 
 ABSTRACT = {"GramProjector", "_EigenProjector", "KernelEmbeddingMixin", "FittedState"}
 
 
 def _classes_with_model_state():
-    for info in pkgutil.iter_modules(wideml.estimators.__path__):
-        module = importlib.import_module(f"wideml.estimators.{info.name}")
+    for info in pkgutil.walk_packages(wideml.estimators.__path__, "wideml.estimators."):
+        module = importlib.import_module(info.name)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ == module.__name__ and "_model_state" in dir(cls) and cls.__name__ not in ABSTRACT:
                 yield cls
@@ -35,7 +36,8 @@ def test_every_model_class_is_registered_with_a_schema():
 
 def test_registry_keys_are_the_names_models_hold():
     for name, cls in MODEL_CLASSES.items():
-        assert name == f"{cls.__module__}.{cls.__qualname__}" and name.startswith("wideml.estimators.")
+        # the names files hold are a format constant: where each class lived when files first named it
+        assert name == qualified_name(cls) and name == f"wideml.estimators.{name.split('.')[2]}.{cls.__qualname__}"
 
 
 def test_unregistered_class_cannot_be_saved(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from oracles import max_angle, reference_lol, reference_pca, reference_rrlda
 from wideml import LFL, LOL, PCA, RRLDA, open_store, write_store
-from wideml.estimators._solver import choose_solver, estimate_seconds
+from wideml.estimators.gram.solver import choose_solver, estimate_seconds
 from wideml.exceptions import WidemlError
 from wideml.passes.blocks import NonFiniteError
 from wideml.passes.keyed_random import gaussian_rows, sparse_sign_rows
@@ -215,7 +215,7 @@ def test_auto_solver_policy():
 
 def test_small_n_store_keeps_the_emit_pass(tmp_path):
     """When Z (p x l, float64) would outweigh a quarter of X (tiny n), the loadings come from an emit pass."""
-    from wideml.estimators._projector import folds_loadings
+    from wideml.estimators.gram.projector import folds_loadings
 
     X, y = decaying_data(n=40, p=600)
     assert not folds_loadings(40, 5, 10, X.dtype.itemsize) and folds_loadings(2000, 50, 10, 4)
@@ -232,7 +232,7 @@ def test_small_n_store_keeps_the_emit_pass(tmp_path):
 
 def test_gram_memory_counts_every_lane():
     """Each lane of the Gram pass holds its own n x n accumulator: more lanes, a bigger Gram footprint."""
-    from wideml.estimators._solver import choose_solver, gram_bytes
+    from wideml.estimators.gram.solver import choose_solver, gram_bytes
 
     n = 4000
     assert gram_bytes(n, 8) > gram_bytes(n, 1)

@@ -14,7 +14,7 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
 from wideml import LOL, PCA, RRLDA, cross_validate_dims, load_model, open_store, save_model, write_store
-from wideml.estimators._solver import choose_solver, estimate_seconds
+from wideml.estimators.gram.solver import choose_solver, estimate_seconds
 from wideml.exceptions import WidemlError
 from wideml.storage.reader import READ_COUNTER
 
@@ -129,7 +129,7 @@ def test_near_tie_keeps_gram_and_only_a_clear_win_takes_randomized():
 
 def test_qoq_reason_says_what_decided():
     """`wideml fit qoq` built QOQ with solver='gram' and reported "solver='gram' was asked for" though no solver was given."""
-    from wideml.estimators.registry import get_method
+    from wideml.cli.registry import get_method
 
     X, y = flat(60, 300)
     est = get_method("qoq").build(n_components=3, solver=None).fit(X, y)
@@ -139,7 +139,7 @@ def test_qoq_reason_says_what_decided():
 
 def test_cv_refit_is_the_model_cv_scored(monkeypatch):
     """CV scores the exact solution of every fold; the refit at the best d must be that model, even where auto would not pick it."""
-    import wideml.estimators._solver as solver_module
+    import wideml.estimators.gram.solver as solver_module
 
     X, y = flat(120, 400, seed=5)
     template = LOL(6, solver="auto")
@@ -169,7 +169,7 @@ def test_max_power_iter_below_n_power_iter_is_refused():
 
 def test_auto_keeps_the_gram_when_the_randomized_solver_would_save_no_real_time():
     """One feature, 40 samples: both estimates are ~0 s, their ratio meaningless; before the floor auto took randomized."""
-    from wideml.estimators._solver import MIN_SAVING_S, choose_solver, estimate_seconds
+    from wideml.estimators.gram.solver import MIN_SAVING_S, choose_solver, estimate_seconds
 
     est = estimate_seconds(40, 1, 1)
     assert est["gram"] >= 2 * est["randomized"] and est["gram"] - est["randomized"] < MIN_SAVING_S

@@ -47,7 +47,7 @@ def _one_removal_line(stderr: str, removed: Path) -> None:
 
 
 def test_sigkill_during_fit_then_rerun_is_clean_and_correct(medium, tmp_path):
-    from wideml.estimators.persistence import load_model
+    from wideml.models.persistence import load_model
     from wideml.storage import open_store
 
     wd = tmp_path / "wd"
@@ -154,7 +154,7 @@ def _trigger(kind: str, point: str, out_dir: Path, name: str, log: Path, store: 
 
 def _assert_complete_and_correct(kind: str, medium, out: Path, tmp_path: Path) -> None:
     """A run the signal reached too late: its output equals an uninterrupted run's."""
-    from wideml.estimators.persistence import load_model
+    from wideml.models.persistence import load_model
     from wideml.storage import open_store
 
     store = open_store(medium[0])

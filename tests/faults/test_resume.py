@@ -225,7 +225,7 @@ def test_a_fit_stopped_after_its_last_pass_reruns_instead_of_reading_a_gone_grou
                                                                                   restore_dask_config):
     """Stopped between moving its fitted arrays out of the checkpoint folder and saving the model (user-world round):
     the rerun found every pass 'already done' and read the removed arrays ('chunk ... is missing'); now it starts over."""
-    import wideml.estimators.persistence as persistence
+    import wideml.models.persistence as persistence
     from wideml.cli.main import main
 
     train, test = f64_store[:2]

@@ -18,7 +18,7 @@ import pytest
 from adversarial.harness import assert_no_debris, run_cli
 from wideml import open_store, write_store
 from wideml.estimators.lfl import LFL
-from wideml.estimators.persistence import load_model
+from wideml.models.persistence import load_model
 from wideml.passes.keyed_random import lfl_density, sparse_sign_rows
 from wideml.passes.lfl import _lfl_fit_chunk
 

@@ -17,7 +17,7 @@ from nifti_scans import make_scans
 from wideml.cli.main import main
 from wideml.exceptions import WidemlError
 from wideml.storage import open_store
-from wideml.storage.ingest import ingest
+from wideml.sources.ingest import ingest
 
 nib = pytest.importorskip("nibabel")
 

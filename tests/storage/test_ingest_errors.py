@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from wideml.exceptions import WidemlError
-from wideml.storage.ingest import ingest
+from wideml.sources.ingest import ingest
 
 
 def assert_fails(source, out, match, assert_no_output, **kwargs):

@@ -11,8 +11,8 @@ import zarr
 
 from conftest import store_name
 from wideml.storage import open_store
-from wideml.storage import ingest_rows
-from wideml.storage.ingest import ingest, output_dtype
+from wideml.sources import rows as ingest_rows
+from wideml.sources.ingest import ingest, output_dtype
 
 #: A budget small enough that the small test data takes the two-stage (temporary store) path.
 TIGHT = "8KiB"

@@ -92,7 +92,7 @@ def test_cli_ingest_and_rechunk_take_checksum_flags(tmp_path):
 
 
 def test_ingest_of_a_zarr_v2_array_with_a_missing_chunk_is_refused(tmp_path):
-    from wideml.storage.ingest import ingest
+    from wideml.sources.ingest import ingest
 
     X = np.arange(6 * 20, dtype="f8").reshape(6, 20) + 1
     src = tmp_path / "v2.zarr"

@@ -14,7 +14,7 @@ import pytest
 from nifti_scans import make_scans
 from wideml.exceptions import WidemlError
 from wideml.storage import check_labels, open_store
-from wideml.storage.ingest import ingest
+from wideml.sources.ingest import ingest
 from wideml.storage.labels import normalise_labels
 
 MARKERS = ["NA", "na", "N/A", "NaN", "nan", "null", "NULL", "None", "none", "  "]

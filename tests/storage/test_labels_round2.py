@@ -19,8 +19,8 @@ import pytest
 from wideml.cli.main import main
 from wideml.exceptions import WidemlError
 from wideml.storage import open_store
-from wideml.storage.ingest import ingest
-from wideml.storage.ingest_labels import read_labels_file
+from wideml.sources.ingest import ingest
+from wideml.sources.labels import read_labels_file
 from wideml.storage.label_cells import is_id_name, is_missing
 from wideml.storage.labels import normalise_labels
 

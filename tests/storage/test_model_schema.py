@@ -6,7 +6,7 @@ import zarr
 
 from wideml.exceptions import WidemlError
 from wideml.storage.layout import FeatureLayout, check_layout, id_fingerprints, ignore_feature_layout, layout_of
-from wideml.storage.model_schema import ArraySpec, ModelSchema, SchemaViolation, check_model_contents, check_state
+from wideml.models.schema_checks import ArraySpec, ModelSchema, SchemaViolation, check_model_contents, check_state
 
 SCHEMA = ModelSchema(
     state={"n_features_in": "int", "kinds": "list[str]", "note?": "str|null", "nested": {"shape": "list[int]"}},

@@ -17,8 +17,8 @@ from conftest import store_name
 from nifti_scans import GRID, make_scans, rotated_affine, save
 from wideml.exceptions import StoreError, WidemlError
 from wideml.storage import open_store, write_store
-from wideml.storage import nifti_rows
-from wideml.storage.ingest import ingest
+from wideml.sources import nifti_rows
+from wideml.sources.ingest import ingest
 from wideml.storage.layout import layout_of
 from wideml.storage.rechunk import rechunk
 

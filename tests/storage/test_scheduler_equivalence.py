@@ -13,7 +13,7 @@ import pytest
 from wideml.exceptions import PerformanceWarning
 from wideml.runtime import compute, use_scheduler
 from wideml.storage import open_store, write_store
-from wideml.storage.ingest import ingest
+from wideml.sources.ingest import ingest
 from wideml.storage.rechunk import rechunk
 
 

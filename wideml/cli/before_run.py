@@ -62,7 +62,7 @@ def sweep_leftovers(args: argparse.Namespace) -> list[str]:
     list of str
         The paths removed.
     """
-    from wideml.estimators._workdir import sweep_work_folders
+    from wideml.runner.workdir import sweep_work_folders
     from wideml.runtime.owned_names import is_aside_name
     from wideml.runtime.ownership import sweep
 
@@ -145,7 +145,7 @@ def refuse_outputs_on_inputs(args: argparse.Namespace) -> None:
 
 def _workdir_folder() -> str:
     """The work folder's parent, created if missing, checked writable."""
-    from wideml.estimators._workdir import resolve_workdir
+    from wideml.runner.workdir import resolve_workdir
     from wideml.exceptions import ConfigError
     from wideml.runtime.preflight import require_writable
 

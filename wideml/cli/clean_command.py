@@ -48,7 +48,7 @@ def register(sub, common) -> None:
 
 
 def _folders(args: argparse.Namespace) -> list[str]:
-    from wideml.estimators._workdir import resolve_workdir
+    from wideml.runner.workdir import resolve_workdir
 
     if args.remove and not args.folders and not args.workdir:
         return []

@@ -91,7 +91,7 @@ def _report(path) -> None:
 
 
 def run_ingest(args: argparse.Namespace) -> int:
-    from wideml.storage.ingest import ingest
+    from wideml.sources.ingest import ingest
 
     if args.labels is None and args.label_column is None and not args.unlabelled:
         raise WidemlError(

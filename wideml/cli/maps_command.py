@@ -29,7 +29,7 @@ def run_maps(args: argparse.Namespace) -> int:
     import json
 
     from wideml.maps import write_maps
-    from wideml.storage.map_files import MANIFEST
+    from wideml.maps.files import MANIFEST
 
     files = write_maps(args.model, args.output, top=args.top, overwrite=args.overwrite,
                        plot=None if args.png == "none" else args.png)

@@ -27,7 +27,7 @@ def _layout_checks(args: argparse.Namespace):
 
 
 def register(sub, common) -> None:
-    from wideml.estimators.registry import METHODS
+    from wideml.cli.registry import METHODS
 
     p = sub.add_parser("fit", parents=[common], help="fit a method on a store and save the model (a zarr group)")
     p.add_argument("method", help=f"one of: {', '.join(METHODS)}")
@@ -137,7 +137,7 @@ def _set_solver_limits(method_name: str, emb: object, args) -> None:
 
 def _build(method_name: str, args, n_samples: int | None = None) -> object:
     from wideml.estimators.classifier import EmbeddingClassifier
-    from wideml.estimators.registry import get_method
+    from wideml.cli.registry import get_method
 
     method = get_method(method_name)
     kernels = getattr(args, "kernels", None)
@@ -157,7 +157,7 @@ def _build(method_name: str, args, n_samples: int | None = None) -> object:
 
 def run_fit(args: argparse.Namespace) -> int:
     from wideml.storage import open_store
-    from wideml.estimators.persistence import save_model
+    from wideml.models.persistence import save_model
 
     _check_new_output(args.output, args.overwrite)
     store = open_store(args.store)
@@ -204,7 +204,7 @@ def _report_reads() -> None:
 
 def run_transform(args: argparse.Namespace) -> int:
     from wideml.storage import open_store
-    from wideml.estimators.persistence import load_model
+    from wideml.models.persistence import load_model
 
     _check_new_output(args.output, args.overwrite)
     if not args.output.endswith((".npy", ".csv")):
@@ -279,7 +279,7 @@ def _write_atomic(path: str, write) -> None:
 
 def run_predict(args: argparse.Namespace) -> int:
     from wideml.storage import open_store
-    from wideml.estimators.persistence import load_model
+    from wideml.models.persistence import load_model
 
     _check_new_output(args.output, args.overwrite)
     model = load_model(args.model)
@@ -312,8 +312,8 @@ DEFAULT_MAX_DIM = 20
 
 def run_cv(args: argparse.Namespace) -> int:
     """``wideml cv``: every method, option and the fold count are checked before the first pass over X."""
-    from wideml.estimators.cv import cross_validate_dims
-    from wideml.estimators.registry import get_method
+    from wideml.estimators.gram.cv import cross_validate_dims
+    from wideml.cli.registry import get_method
     from wideml.storage import open_store
 
     _check_new_output(args.output, args.overwrite)
@@ -364,7 +364,7 @@ def _cv_work_folder(args: argparse.Namespace) -> str:
     import hashlib
     import os
 
-    from wideml.estimators._workdir import resolve_workdir
+    from wideml.runner.workdir import resolve_workdir
 
     named = [os.path.realpath(p) if p else "" for p in (args.store, args.output, args.plot)]
     key = hashlib.sha256("\0".join(named).encode()).hexdigest()[:16]
@@ -395,12 +395,12 @@ def _cv_other(names: list[str], store, args) -> dict:
     results = {}
     for name in names:
         if name == "encoder":
-            from wideml.estimators.encoder import cross_validate_encoder
+            from wideml.estimators.encoder.estimator import cross_validate_encoder
 
             res = cross_validate_encoder(store, cv=args.folds, random_state=args.seed)
             errors = np.asarray(res.get("fold_errors", res.get("errors", [])), dtype=float)
         else:
-            from wideml.estimators.cv import cross_validate_refit
+            from wideml.estimators.gram.cv import cross_validate_refit
 
             # lfl: wrapped in its classifier, as `wideml fit` does; each finished fold is checkpointed
             errors = cross_validate_refit(name, lambda n_train, name=name: _build(name, args, n_train), store, args.folds, args.seed,

@@ -43,8 +43,8 @@ def _copy_needs(out: str, shape: tuple[int, int], itemsize: int, src_chunks: tup
                 args: argparse.Namespace, row_source: bool = False) -> list[Need]:
     """Output and intermediate bytes of copying an (n, p) source into the store ``out``."""
     from wideml.storage import schema
-    from wideml.storage.ingest_plan import plan_copy, resolve_budget, task_budget
-    from wideml.storage.ingest_rows import fits_in_memory
+    from wideml.storage.copy_plan import plan_copy, resolve_budget, task_budget
+    from wideml.sources.rows import fits_in_memory
     from wideml.storage.rechunk import choose_feature_chunk
 
     n, p = shape
@@ -86,9 +86,9 @@ def ingest_needs(args: argparse.Namespace) -> list[Need]:
     """``wideml ingest SOURCE -o OUT`` for .npy, HDF5, zarr and folder sources (a CSV's size is known only after a scan)."""
     from pathlib import Path
 
-    from wideml.storage import ingest as ing
-    from wideml.storage.ingest_arrays import from_hdf5, from_npy, from_zarr_array
-    from wideml.storage.ingest_folder import folder_samples, probe
+    from wideml.sources import ingest as ing
+    from wideml.sources.arrays import from_hdf5, from_npy, from_zarr_array
+    from wideml.sources.folder import folder_samples, probe
 
     kind, obj = ing._source_kind(args.source)
     if kind == "folder":

@@ -6,9 +6,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
 from sklearn.utils.validation import check_is_fitted
 
-from wideml.estimators._class_sizes import check_classifier_labels, fit_classifier
-from wideml.estimators._params import NONE, CheckedParams, Options, Satisfies
+from wideml.estimators.class_sizes import check_classifier_labels, fit_classifier
+from wideml.estimators.params import NONE, CheckedParams, Options, Satisfies
 from wideml.exceptions import WidemlError
+from wideml.storage import schema
 
 CLASSIFIERS = ("lda", "qda")
 
@@ -23,7 +24,7 @@ def make_classifier(name: str):
 
 
 def _is_projector(value) -> bool:
-    from wideml.estimators._projector import GramProjector
+    from wideml.estimators.gram.projector import GramProjector
     from wideml.estimators.lfl import LFL
 
     return isinstance(value, (GramProjector, LFL))
@@ -65,7 +66,7 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
         checked before X is read; y may be of any label kind and is required
         (taken from the store when X is a labelled FeatureStore).
         """
-        from wideml.estimators.lol import LOL
+        from wideml.estimators.gram.lol import LOL
 
         self._validate_parameters()
         if y is None and getattr(X, "y", None) is None:
@@ -90,7 +91,7 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
         sample in every class, or QDA with a class of at most d samples, is
         refused here rather than after the embedding's passes.
         """
-        from wideml.estimators._input import fit_input
+        from wideml.inputs.door import fit_input
 
         data = fit_input(X, y)  # metadata and labels only
         if emb.n_components is not None:
@@ -134,20 +135,17 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
     def _model_state(self):
         check_is_fitted(self, "classifier_")
         state, arrays = self.embedding_._model_state()
-        return {"embedding_class": f"{type(self.embedding_).__module__}.{type(self.embedding_).__qualname__}",
+        return {"embedding_class": schema.class_name(type(self.embedding_)),
                 "embedding_params": self.embedding_.get_params(deep=False), "embedding_state": state}, arrays
 
     @classmethod
-    def _from_model_state(cls, params, state, arrays):
-        from wideml.estimators.persistence import EMBEDDINGS, decode_params, registered_class
-
-        # checked by load_model already; looked up in the registry again here, never imported
-        emb_cls = registered_class(state["embedding_class"], EMBEDDINGS, "state.embedding_class")
-        emb = emb_cls._from_model_state(decode_params(emb_cls, state["embedding_params"], "state.embedding_params"),
-                                        state["embedding_state"], arrays)
+    def _from_embedding(cls, params: dict, embedding) -> "EmbeddingClassifier":
+        """A classifier with these parameters around a fitted embedding (its embedding is refitted by nothing:
+        only the small classifier on the embedding's training coordinates is fitted). Model loading builds the
+        embedding (:mod:`wideml.models.persistence`) and hands it here."""
         est = cls(**params)
-        est.embedding_ = emb
-        est._fit_classifier(make_classifier(est.classifier), emb.embedding_, emb.classes_)
+        est.embedding_ = embedding
+        est._fit_classifier(make_classifier(est.classifier), embedding.embedding_, embedding.classes_)
         return est
 
     def __sklearn_tags__(self):

@@ -9,12 +9,12 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.randomized import centroid_differences
-from wideml.estimators import _resume
-from wideml.estimators._passes import FitPasses
-from wideml.estimators._fitted import FittedState, array, p_array, state
-from wideml.estimators._input import fit_input, predict_input
-from wideml.estimators._params import BOOLEAN, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options, PathLike
-from wideml.estimators._workdir import work_array
+from wideml.runner import resume as _resume
+from wideml.runner.fit_runner import FitPasses
+from wideml.estimators.fitted import FittedState, array, p_array, state
+from wideml.inputs.door import fit_input, predict_input
+from wideml.estimators.params import BOOLEAN, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options, PathLike
+from wideml.runner.workdir import work_array
 from wideml.passes.chunkmath import check_precision, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import lfl_density

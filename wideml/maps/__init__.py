@@ -1,7 +1,7 @@
 """Maps out: every p-sized result of a model written as images (or arrays), PNG panels and top-feature tables.
 
 :func:`write_maps` (and ``wideml maps MODEL -o DIR``) writes, for each map of
-:func:`wideml.estimators.maps.model_maps` (loading directions, class means or
+:func:`wideml.maps.model_maps.model_maps` (loading directions, class means or
 medians, the mean difference, the LDA weight map in feature space):
 
 - ``<name>.nii.gz`` in the original image space when the model's training
@@ -17,7 +17,7 @@ medians, the mean difference, the LDA weight map in feature space):
   notes on what has no map (e.g. QDA).
 
 Sign convention: positive = higher in the second class (``classes_[1]``);
-see :mod:`wideml.estimators.maps`.
+see :mod:`wideml.maps.model_maps`.
 """
 
 from __future__ import annotations
@@ -64,11 +64,11 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
         One sentence: a model with no feature-space maps, a reference of
         another size, an existing output without ``overwrite``...
     """
-    from wideml.estimators.maps import SIGN_CONVENTION, model_maps
-    from wideml.estimators.persistence import estimator_layout, load_model
+    from wideml.maps.model_maps import SIGN_CONVENTION, model_maps
+    from wideml.models.persistence import estimator_layout, load_model
     from wideml.maps.plot import draw_panel, resolve_plotter
     from wideml.storage.atomic import atomic_output, check_output
-    from wideml.storage.map_files import reference_from, write_manifest, write_top_tsv, write_values
+    from wideml.maps.files import reference_from, write_manifest, write_top_tsv, write_values
     from wideml.storage.model_space import layout_feature_ids, layout_spatial
 
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:

@@ -4,7 +4,7 @@ A map in image space is drawn as three orthogonal slices through the voxel
 of largest |value| plus a row of axial slices; a map without a spatial
 reference as its values against the feature index. Colours are symmetric
 around 0 (red positive, blue negative: with the sign convention of
-:mod:`wideml.estimators.maps`, red = higher in the second class).
+:mod:`wideml.maps.model_maps`, red = higher in the second class).
 """
 
 from __future__ import annotations

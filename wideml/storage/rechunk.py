@@ -49,7 +49,7 @@ import numpy as np
 from wideml.exceptions import PerformanceWarning, WidemlError
 from wideml.storage import schema
 from wideml.storage.atomic import check_output, remove_path
-from wideml.storage.ingest_plan import (
+from wideml.storage.copy_plan import (
     Stage,
     concurrency,
     plan_copy,
@@ -81,7 +81,7 @@ def copy_region(reader, target, r0: int, r1: int, c0: int, c1: int, dtype, cast=
 
     ``target`` is a zarr array path (opened in the worker that runs the task) or
     an array object (h5py dataset, zarr array) on local threads. ``cast``
-    (a :class:`~wideml.storage.ingest_casts.CastCheck`) turns the block into
+    (a :class:`~wideml.storage.casts.CastCheck`) turns the block into
     ``dtype``, refusing values the cast would change; without it the block is
     cast as is (a copy between equal dtypes).
     """
@@ -213,7 +213,7 @@ def copy_to_store(
     overwrite : bool
     cast : CastCheck, optional
         Casts source blocks to ``dtype``, refusing values the cast would change
-        (:mod:`wideml.storage.ingest_casts`); checked in the first stage.
+        (:mod:`wideml.storage.casts`); checked in the first stage.
     **create_kwargs
         ``y``, ``sample_ids``, ``feature_ids``, ``feature_shape``, ``source``,
         ``compressor``, ``checksum``, ``missing_chunks_are_fill``,

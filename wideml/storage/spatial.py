@@ -121,8 +121,6 @@ class SpatialReference:
 
     def to_image(self, values: np.ndarray, fill: float = 0.0):
         """A nibabel ``Nifti1Image`` of p-sized values in this space (affine and header fields kept)."""
-        from wideml.storage.ingest_folder import require_nibabel
-
         nib = require_nibabel()
         data = self.to_volume(values, fill).astype(np.float32, copy=False)
         img = nib.Nifti1Image(data, self.affine)
@@ -254,3 +252,12 @@ def check_spatial_record(attrs: dict, array_names, n_features: int, where: str) 
                          "it is inconsistent — recreate it with `wideml ingest`.")
     if doc.get("mask") is not None and MASK_NAME not in array_names:
         raise StoreError(f"{where} records a mask but has no '{MASK_NAME}' array; recreate it with `wideml ingest`.")
+
+
+def require_nibabel():
+    """Import nibabel or explain how to install it."""
+    try:
+        import nibabel
+    except ImportError:
+        raise WidemlError("reading NIfTI volumes needs nibabel; install wideml[neuro] (pip install 'wideml[neuro]').") from None
+    return nibabel

@@ -105,10 +105,10 @@ class StoreWriter:
         """Write ``block`` (rows x features) at ``X[sample_start:, feature_start:]``.
 
         A block of another dtype is cast to the store's, refusing a cast that
-        would change values (:func:`wideml.storage.ingest_casts.checked_cast`)
+        would change values (:func:`wideml.storage.casts.checked_cast`)
         unless the writer was created with ``allow_lossy_cast=True``.
         """
-        from wideml.storage.ingest_casts import checked_cast
+        from wideml.storage.casts import checked_cast
 
         block = checked_cast(block, self._x.dtype, source="X", allow_lossy=self.allow_lossy_cast,
                              row0=sample_start, col0=feature_start)
@@ -209,7 +209,7 @@ def create_store(
         missing chunk is an error naming it. wideml still writes every chunk.
     allow_lossy_cast : bool, default False
         Let :meth:`StoreWriter.write` cast blocks to ``dtype`` even when values
-        change (see :mod:`wideml.storage.ingest_casts`).
+        change (see :mod:`wideml.storage.casts`).
     overwrite : bool, default False
         Replace an existing output.
 
@@ -335,7 +335,7 @@ def write_store(
     allow_lossy_cast : bool, default False
         Cast to ``dtype`` even when values change (float to int, out-of-range
         values, float64 to float16); by default such a cast is refused with the
-        first offending value (:mod:`wideml.storage.ingest_casts`).
+        first offending value (:mod:`wideml.storage.casts`).
 
     Returns
     -------
@@ -352,7 +352,7 @@ def write_store(
         raise WidemlError(f"X has dtype {src_dtype}, which is not numeric; give floats or integers.")
     dtype = np.dtype(dtype) if dtype is not None else (src_dtype if src_dtype.kind == "f" else np.dtype("float32") if src_dtype.itemsize <= 2 else np.dtype("float64"))
     n, p = int(shape[0]), int(shape[1])
-    from wideml.storage.ingest_casts import check_cast_dtypes
+    from wideml.storage.casts import check_cast_dtypes
 
     check_cast_dtypes(src_dtype, dtype, "X", allow_lossy_cast)
     writer = create_store(path, n_samples=n, n_features=p, y=y, dtype=dtype, feature_chunk=feature_chunk,

@@ -1,0 +1,1 @@
+"""The multi-kernel encoder classifier (Shen, "Fast and Scalable Multi-Kernel Encoder Classifier")."""

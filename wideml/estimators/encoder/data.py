@@ -1,0 +1,62 @@
+"""Execution helpers of :class:`~wideml.estimators.encoder.estimator.EncoderClassifier` for new data and fitted arrays.
+
+Input comes through :func:`wideml.inputs.door.fit_input` /
+:func:`~wideml.inputs.door.memory_input` like every estimator's:
+in-memory (numpy) input stays a plain array, and the chunk functions of
+:mod:`wideml.passes.encoder` then run on it directly, with no dask graph.
+Everything else is a feature-chunked dask array and each pass is one graph.
+A fit's passes run through its :class:`~wideml.runner.fit_runner.FitPasses`;
+:func:`_run` runs the passes over new data (``transform``, ``predict``), which
+are not a fit's and are not counted.
+"""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+from wideml.inputs.door import FitInput
+from wideml.runner.fit_runner import one_blas_thread
+from wideml.runtime import compute
+
+def _run(Xmem, local, graph, label: str):
+    """A pass over new data: the in-memory kernel when X is already in RAM (no graph, one BLAS thread), else its graph."""
+    if Xmem is not None:
+        with one_blas_thread():
+            return local()
+    (out,) = compute(graph(), label=label)
+    return out
+
+
+def _feature_chunk(data: FitInput) -> int:
+    """The training data's feature-chunk width (the default for in-memory input), used to save p-sized arrays chunked like X."""
+    if not data.in_memory:
+        return int(data.X.chunks[1][0])
+    from wideml.storage.writer import default_feature_chunk
+
+    return default_feature_chunk(*data.numpy_X.shape, data.numpy_X.dtype.itemsize)
+
+
+def _group_array(group: str, name: str, arrays: dict) -> da.Array:
+    """A fitted p-sized array of the model group as a dask array, read by wideml's raw chunk reader.
+
+    (``da.from_zarr`` opens the array through zarr and fsspec, about 10 ms a fit; the array was
+    created by :func:`~wideml.runner.workdir.new_model_group` with the shape and chunks given.)
+    """
+    import uuid
+
+    from wideml.runner.workdir import keep_folder_alive
+    from wideml.storage.reader import ZarrReader
+
+    shape, chunks = arrays[name]
+    reader = ZarrReader(group, name, shape, np.float64, chunks, missing="fill")  # zarr skips all-zero chunks of model arrays
+    arr = da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0)),
+                        name=f"wideml-encoder-{name}-{uuid.uuid4().hex}")
+    return keep_folder_alive(arr, group)
+
+
+def _lazy(Xd, Xmem):
+    """The dask view of new data (wrapping an in-memory array only when a graph needs it)."""
+    return Xd if Xd is not None else da.from_array(Xmem)
+
+
+__all__: list[str] = []

@@ -1,0 +1,1 @@
+"""The Gram-based projections (LOL, QOQ, PCA, rrLDA) and their cross-validation."""

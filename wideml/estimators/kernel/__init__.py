@@ -1,0 +1,1 @@
+"""Kernel estimators by the KPCA trick: KernelPCA, KPCATrick (NCA, LMNN, DNE) and KernelLOL."""

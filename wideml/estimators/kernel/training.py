@@ -1,0 +1,159 @@
+"""Where a kernel model's training X lives, so that new data can be crossed with it in one pass.
+
+A fitted kernel model keeps its training data as one of:
+
+- the training store's path, when it was fitted on a store (or a store's own X):
+  the store is reopened to cross new data with it;
+- the array itself, for in-memory (numpy) input (saving the model copies it from memory);
+- otherwise (a dask, zarr or h5py array that is not a store's X) the copy of X
+  the fit's one pass wrote into the model's work group chunk by chunk
+  (:func:`wideml.estimators.kernel.products.kernel_products`): the model then
+  no longer depends on the user's lazy input, and saving it copies files
+  without computing the user's graph.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dask.array as da
+
+from wideml.exceptions import StoreError
+from wideml.inputs.as_dask import as_dask_array
+
+#: Name of the training X in a kernel model (its work group, and the saved model).
+X_TRAIN = "X_train"
+
+
+def _store_reader(X: da.Array):
+    """The store reader behind X if X is exactly a feature store's X (no slicing or arithmetic), else None."""
+    from wideml.storage.reader import HDF5Reader, ZarrReader
+
+    graph = X.__dask_graph__()
+    layers = getattr(graph, "layers", {})
+    if len(layers) != 2:
+        return None
+    for value in dict(graph).values():
+        if isinstance(value, (ZarrReader, HDF5Reader)) and tuple(value.shape) == tuple(X.shape):
+            return value
+    return None
+
+
+def store_path(X) -> str | None:
+    """Absolute path of the feature store X is (or whose own X it is, before any rechunking), else None."""
+    from wideml.storage.featurestore import FeatureStore
+
+    if isinstance(X, FeatureStore):
+        return str(Path(X.path).resolve())
+    if isinstance(X, da.Array):
+        reader = _store_reader(X)
+        return str(Path(reader.path).resolve()) if reader is not None else None
+    return None
+
+
+class TrainingData:
+    """Where a kernel model's training X lives, to cross new data with it in one pass.
+
+    Parameters
+    ----------
+    X : dask.array.Array or None
+        The training data (lazy); None after loading a model that points at a store.
+    path : str or None
+        Absolute path of the training feature store, if X came from one.
+    shape : tuple of int
+    layout : FeatureLayout, optional
+        The training features' layout (checked against new data, and against the
+        training store when it is reopened).
+    in_memory : bool, default False
+        X views an in-memory array (kept as it is: no copy is written).
+    """
+
+    def __init__(self, X: da.Array | None, path: str | None, shape: tuple[int, int], layout=None, in_memory: bool = False):
+        self._X = X
+        self.path = path
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.layout = layout
+        self.in_memory = bool(in_memory)
+
+    @classmethod
+    def from_fit_input(cls, data, path: str | None) -> "TrainingData":
+        """The training data of a fit's :class:`~wideml.inputs.door.FitInput` (``path``: its store's, or None)."""
+        return cls(data.X, path, data.shape, data.layout, in_memory=data.in_memory)
+
+    @property
+    def needs_copy(self) -> bool:
+        """Whether the fit's pass must write a copy of X (lazy input that is not a store's X)."""
+        return self.path is None and not self.in_memory
+
+    def keep_copy(self, group: str) -> None:
+        """Point at the copy of X the fit's pass wrote into the model group ``group`` (which it keeps alive)."""
+        from wideml.runner.workdir import work_array
+
+        self._X = work_array(group, X_TRAIN)
+
+    def array(self) -> da.Array:
+        """The training X as a dask array (reopening the training store if needed)."""
+        if self._X is not None:
+            return self._X
+        from wideml.storage.featurestore import open_store
+
+        if self.path is None or not os.path.exists(self.path):
+            raise StoreError(
+                f"this kernel model crosses new data with its training store {self.path!r}, which is no longer there; "
+                "move the store back to that path, or refit the model."
+            )
+        store = open_store(self.path)
+        if tuple(store.X.shape) != self.shape:
+            raise StoreError(
+                f"the training store {self.path!r} now has shape {tuple(store.X.shape)}, not the {self.shape} the model was "
+                "fitted on; restore the original store, or refit the model."
+            )
+        from wideml.storage.layout import check_layout, layout_of
+
+        check_layout(self.layout, layout_of(store), data_name=f"the training store {self.path!r}", model_name="this kernel model")
+        self._X = store.X
+        return self._X
+
+    def state(self) -> tuple[dict, dict]:
+        """(state, arrays) of a model: the store's path, or the training X (in memory, or the fit's copy of it)."""
+        if self.path is not None:
+            return {"path": self.path, "shape": list(self.shape)}, {}
+        return {"path": None, "shape": list(self.shape)}, {X_TRAIN: self._X}
+
+    @classmethod
+    def from_state(cls, state: dict, arrays: dict) -> "TrainingData":
+        if state.get("path") is not None:
+            return cls(None, state["path"], tuple(state["shape"]))
+        return cls(as_dask_array(arrays[X_TRAIN]), None, tuple(state["shape"]))
+
+
+def training_input(X, y=None, *, supervised: bool = True):
+    """Validate training input through :func:`~wideml.inputs.door.fit_input`; returns (TrainingData, FitInput).
+
+    Parameters
+    ----------
+    X : array-like, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,), optional
+        Labels of any kind (``supervised`` only; continuous targets are refused).
+    supervised : bool, default True
+        False: ``y`` is not read (``fit_input(X, None, require_labels=False)``).
+
+    Returns
+    -------
+    training : TrainingData
+    data : FitInput
+        Its ``codes`` and ``classes`` are the labels' (one class for unsupervised input).
+
+    Notes
+    -----
+    Reads no X. The training store's path is taken from the input as given
+    (before any rechunking), so a model fitted on ``store.X`` can find its store again.
+    """
+    from wideml.inputs.door import fit_input
+
+    data = fit_input(X, y) if supervised else fit_input(X, None, require_labels=False)
+    return TrainingData.from_fit_input(data, store_path(X)), data
+
+
+__all__ = ["X_TRAIN", "TrainingData", "store_path", "training_input"]

@@ -1,0 +1,228 @@
+"""Where store-backed fitted arrays live until a model is saved."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import weakref
+
+import dask.array as da
+import numpy as np
+
+from wideml.exceptions import ConfigError
+
+
+from wideml.runtime.owned_names import WORK_FOLDER_PREFIX, is_work_folder_name, work_folder_name  # noqa: F401
+
+
+def array_specs(arrays: dict) -> list[tuple[str, tuple[int, ...], tuple[int, ...], np.dtype]]:
+    """``(name, shape, chunks, dtype)`` of a model group's arrays ``name -> (shape, chunks[, dtype])`` (float64 by default)."""
+    return [(name, tuple(spec[0]), tuple(spec[1]), np.dtype(spec[2] if len(spec) > 2 else np.float64)) for name, spec in arrays.items()]
+
+
+def create_arrays(path: str, arrays: dict) -> None:
+    """A new zarr v3 group at ``path`` holding empty uncompressed arrays ``name -> (shape, chunks[, dtype])``."""
+    import zarr
+
+    group = zarr.create_group(store=path, zarr_format=3)
+    for name, shape, chunks, dtype in array_specs(arrays):
+        group.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None, fill_value=0)
+
+
+def work_bytes(arrays: dict) -> int:
+    """Bytes of the arrays ``name -> (shape, chunks[, dtype])`` of a work folder."""
+    return int(sum(dtype.itemsize * int(np.prod(shape, dtype=np.int64)) for _, shape, _, dtype in array_specs(arrays)))
+
+
+class WorkFolder:
+    """Owns a work folder: it is removed when the last object holding this handle is collected.
+
+    The estimator that made the folder holds the handle, and so does every dask
+    array read from it (:func:`work_array`), so ``LOL(3).fit(store).components_``
+    keeps its folder after the estimator itself is gone. A pickled handle (a
+    graph sent to workers) is a plain path that owns nothing: the reads of
+    such a graph check their chunk files (:func:`keep_folder_alive`), so once
+    the folder is gone they raise instead of reading zarr's fill values, and
+    a pickled estimator carries its work-folder arrays' values instead
+    (:mod:`wideml.runner.pickling`). A deep copy shares the handle.
+    """
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        weakref.finalize(self, _remove, folder)
+
+    def __reduce__(self):
+        return (str, (self.folder,))
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __dask_tokenize__(self):
+        return ("wideml-work-folder", self.folder)
+
+
+#: group path -> handle of the folder holding it (while anything holds the handle).
+_HANDLES: "weakref.WeakValueDictionary[str, WorkFolder]" = weakref.WeakValueDictionary()
+#: estimator -> handles of the folders it made.
+_OWNED: "weakref.WeakKeyDictionary[object, list]" = weakref.WeakKeyDictionary()
+
+
+def own_folder(owner, folder: str, group_path: str) -> None:
+    """Tie ``folder`` (holding the model group ``group_path``) to ``owner`` and to the arrays read from it."""
+    handle = WorkFolder(folder)
+    _HANDLES[group_path] = handle
+    try:
+        _OWNED.setdefault(owner, []).append(handle)
+    except TypeError:  # an owner that cannot be weakly referenced: the handle lives as long as the process
+        _OWNED_FOREVER.append(handle)
+
+
+_OWNED_FOREVER: list = []
+
+
+def work_array(group_path: str, name: str) -> da.Array:
+    """The array ``name`` of a model group as a dask array that keeps the group's work folder alive."""
+    return keep_folder_alive(da.from_zarr(f"{group_path}/{name}"), group_path, name)
+
+
+def keep_folder_alive(arr: da.Array, group_path: str, name: str | None = None) -> da.Array:
+    """``arr`` (an array of the model group ``group_path``, as stored) holding the folder's handle, its reads checked.
+
+    Every block read is followed by a look for the chunk files it covers (a
+    stat per chunk): a chunk whose file is missing, or a work folder that is
+    gone (the graph was pickled and read in another process after the fitting
+    one exited), raises :class:`~wideml.runner.work_reads.WorkFolderGone`
+    instead of reading as zeros. ``name`` is the stored array's name in the
+    group (found from ``arr``'s graph when not given).
+    """
+    handle = _HANDLES.get(group_path)
+    if handle is None:  # a saved model's group: nothing to keep alive
+        return arr
+    from dask.highlevelgraph import HighLevelGraph
+
+    from wideml.runner.work_reads import WORK_LAYER_PREFIX, checked_reads, member_name
+
+    arr = checked_reads(arr, os.path.join(group_path, name or member_name(arr, group_path)))
+    key = f"{WORK_LAYER_PREFIX}{arr.name}"
+    graph = HighLevelGraph.merge(arr.dask, HighLevelGraph.from_collections(key, {key: handle}))
+    return da.Array(graph, arr.name, arr.chunks, meta=arr._meta)
+
+
+def _remove(folder: str) -> None:
+    from wideml.runtime.removal import remove_tree, unregister_scratch
+
+    remove_tree(folder)
+    unregister_scratch(folder)
+
+
+def sweep_work_folders(workdir: str | os.PathLike | None) -> list:
+    """Remove the ``wideml-fit-*`` folders under ``workdir`` (resolved as for fitting) whose owner process is gone.
+
+    Returns
+    -------
+    list of Path
+        The folders removed.
+    """
+    from wideml.runtime.ownership import sweep
+
+    return sweep(resolve_workdir(workdir), is_work_folder_name)
+
+
+def make_work_folder(parent: str) -> str:
+    """Create a fresh ``wideml-fit-TOKEN`` folder in ``parent`` (never an existing one), with this process's owner record."""
+    from wideml.runtime.ownership import create_claimed
+
+    os.makedirs(parent, exist_ok=True)
+    for _ in range(10):
+        folder = os.path.join(parent, work_folder_name())
+        try:
+            create_claimed(folder, "work", 0o700)
+            return folder
+        except FileExistsError:
+            continue
+        except OSError:
+            if os.path.isdir(folder) and not os.listdir(folder):
+                os.rmdir(folder)  # made a moment ago by this call, its record could not be written
+            raise
+    raise FileExistsError(f"no free work folder name in {parent}")  # pragma: no cover - ten random 48-bit tokens taken
+
+
+def resolve_workdir(workdir: str | os.PathLike | None) -> str:
+    """The absolute, symlink-resolved parent folder of fitted-array groups.
+
+    Parameters
+    ----------
+    workdir : path-like or None
+        The estimator's ``workdir=`` parameter; None means the config key
+        ``wideml.workdir`` (CLI ``--workdir``), and if that is unset the
+        system temporary directory. A relative path is taken from the current
+        directory *now*, so the graphs built on it never carry a relative path.
+
+    Returns
+    -------
+    str
+    """
+    if workdir is None:
+        from wideml.runtime.config import config_value
+
+        workdir = config_value("workdir")
+    if workdir is None:
+        return os.path.realpath(tempfile.gettempdir())
+    try:
+        text = os.fspath(workdir)
+    except TypeError:
+        raise ConfigError(f"workdir must be a path or None, got {type(workdir).__name__}; pass a folder path.") from None
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if not text.strip():
+        raise ConfigError("workdir is an empty string; pass a folder path or None for the system temporary directory.")
+    return os.path.realpath(os.path.expanduser(text))
+
+
+def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict) -> str:
+    """Create a zarr group in a fresh temporary directory with empty arrays (float64 unless a dtype is given).
+
+    The directory is made under the absolute, resolved form of ``workdir``,
+    so the returned path (which the passes' graphs carry) is absolute. On a dask.distributed scheduler every worker
+    is first asked whether it can write into that folder (the pass that fills
+    the arrays runs there): if one cannot, a StoreError names it, before any
+    pass.
+
+    Parameters
+    ----------
+    owner : object
+        The estimator; the directory is deleted when it is garbage-collected.
+    workdir : path-like or None
+        Parent directory (default: the system temporary directory).
+    arrays : dict
+        name -> (shape, chunks) or (shape, chunks, dtype).
+
+    Returns
+    -------
+    str
+        Absolute path of the zarr group.
+    """
+    from wideml.runtime.cluster_check import require_directory
+    from wideml.runtime.removal import register_scratch
+    from wideml.runtime.preflight import require_free_space
+
+    parent = resolve_workdir(workdir)
+    try:
+        folder = make_work_folder(parent)
+    except OSError as exc:
+        raise ConfigError(f"cannot create a work folder in workdir {parent} ({exc.strerror or exc}); "
+                          "pass a writable workdir= (CLI --workdir).") from None
+    try:
+        register_scratch(folder)
+        require_free_space([(folder, work_bytes(arrays), "the work folder (workdir=, CLI --workdir)")])
+        require_directory(folder, "the work directory (workdir=)")
+    except OSError as exc:
+        _remove(folder)
+        raise ConfigError(f"cannot write in workdir {parent} ({exc.strerror or exc}); pass a writable workdir= (CLI --workdir).") from None
+    except BaseException:
+        _remove(folder)
+        raise
+    path = os.path.join(folder, "fitted.zarr")
+    own_folder(owner, folder, path)
+    create_arrays(path, arrays)
+    return path

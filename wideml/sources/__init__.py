@@ -1,0 +1,1 @@
+"""Sources turned into feature stores (``wideml ingest``): one reader per format, one copy loop."""
