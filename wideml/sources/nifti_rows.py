@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from wideml.exceptions import WidemlError
-from wideml.storage.spatial import require_nibabel, stem
+from wideml.sources.folder import stem
+from wideml.storage.spatial import require_nibabel
 from wideml.storage.label_cells import check_unique_ids
 from wideml.storage.spatial import SpatialReference
 
