@@ -1,6 +1,6 @@
 """Simulated brain scans: spatially smooth noise in a brain mask plus a class effect in a few spherical regions.
 
-Used by ``benchmarks/neuro_sim.py`` (subjects in the MNI152 1 mm brain mask)
+Used by ``benchmarks/scale/neuro_sim.py`` (subjects in the MNI152 1 mm brain mask)
 and by tests on a tiny grid. Each subject is made on its own from its seed
 (``seed``, subject index), so memory is a few grid-sized arrays whatever n.
 

@@ -1,8 +1,8 @@
 """``solver="auto"``: choose the exact Gram solver or the randomized one from a cost model.
 
 Cost model of a whole fit, in seconds. The constants below were fitted by
-``benchmarks/calibrate_solver.py`` (non-negative least squares on relative error) to the
-grid of ``benchmarks/scaling_solvers.py --part B`` (n in {500, 2000, 8000}, d in {10, 100},
+``benchmarks/micro/calibrate_solver.py`` (non-negative least squares on relative error) to the
+grid of ``benchmarks/scale/scaling_solvers.py --part B`` (n in {500, 2000, 8000}, d in {10, 100},
 1 GB float32 stores, float32 chunk products, 2 cores; ``results/scaling_solvers_b_calibration.json``,
 refitted after the randomized solver lost its emit pass)
 and checked on a second run of that grid plus sizes it was not fitted on (``--part D``):

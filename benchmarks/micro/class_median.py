@@ -21,6 +21,10 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import save
 from wideml.passes.median_select import class_medians_float32, class_medians_partition
 

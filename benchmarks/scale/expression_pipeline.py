@@ -11,7 +11,7 @@ the top genes of every map are read back from the TSVs and kept in the JSON resu
 
 Usage::
 
-    .venv/bin/python benchmarks/expression_pipeline.py --work /tmp/expr_run
+    .venv/bin/python benchmarks/scale/expression_pipeline.py --work /tmp/expr_run
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import save  # noqa: E402
 from neuro_pipeline import run_step  # noqa: E402
 

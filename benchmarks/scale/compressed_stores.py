@@ -10,7 +10,7 @@ they compress as real stores do. For each store, measured in the same run (media
 - the same read through zarr's own API;
 - LFL (d = 50, one pass) and the default LOL (d = 50) fits, and their ratio to the read pass.
 
-Usage: python benchmarks/compressed_stores.py [--workdir DIR] [--repeats 3]
+Usage: python benchmarks/scale/compressed_stores.py [--workdir DIR] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import chunk_files, median_time, save, zarr_read
 
 CODECS = ("none", "zstd", "lz4")

@@ -7,7 +7,7 @@
 2. LOL (randomized, d = 50, q = 1) and LFL at p = 150 000 000 straight from the
    streaming Trunk simulator (no store), n as given (default 16).
 
-Usage: python benchmarks/bigger_than_ram.py [--workdir DIR] [--skip-store] [--skip-stream] [--n-stream 16]
+Usage: python benchmarks/scale/bigger_than_ram.py [--workdir DIR] [--skip-store] [--skip-stream] [--n-stream 16]
 """
 
 from __future__ import annotations
@@ -21,9 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import PEAK_RSS_SNIPPET, save
 
-SRC = str(Path(__file__).resolve().parent.parent)
+SRC = str(Path(__file__).resolve().parents[2])
 
 
 def run_fit(code: str) -> dict:
@@ -48,7 +52,7 @@ def main() -> None:
     ap.add_argument("--skip-store", action="store_true")
     ap.add_argument("--skip-stream", action="store_true")
     args = ap.parse_args()
-    previous = Path(__file__).resolve().parent / "results" / "bigger_than_ram.json"
+    previous = Path(__file__).resolve().parents[1] / "results" / "bigger_than_ram.json"
     res: dict = {}
     if (args.skip_store or args.skip_stream) and previous.exists():  # keep the part not re-run
         res = {k: v for k, v in json.loads(previous.read_text()).items() if k not in ("benchmark", "when", "machine")}

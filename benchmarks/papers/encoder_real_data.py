@@ -24,7 +24,7 @@ Also measured:
 
 Usage::
 
-    python benchmarks/encoder_real_data.py --data DIR [--replicates 5] [--skip-nn]
+    python benchmarks/papers/encoder_real_data.py --data DIR [--replicates 5] [--skip-nn]
 
 DIR holds ``Cora.mat`` and ``faceYaleB_32x32.mat``.
 
@@ -48,7 +48,7 @@ from threadpoolctl import threadpool_limits
 from wideml.datasets import load_cora, load_yale_b
 from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validate_encoder
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 #: The paper's Table 1 (error %, ± sd; time, ± sd).
 PAPER = {
     "cora": {"multi": (28.8, 0.6, 0.43, 0.05), "linear": (28.9, 0.2, 0.01, 0.00), "svm": (25.5, 0.4, 1.39, 0.06),

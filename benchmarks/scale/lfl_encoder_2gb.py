@@ -20,7 +20,7 @@ The store is only read (--store, or by default the 2 GB store of ``lol_2gb_store
 made in a temporary folder: n = 2000, p = 250 000 float32, 2 classes, feature chunk 4096). Fits write their class means into temporary
 work folders, removed afterwards.
 
-Usage: python benchmarks/lfl_encoder_2gb.py [--store PATH] [--repeats 3] [--skip-cold]
+Usage: python benchmarks/scale/lfl_encoder_2gb.py [--store PATH] [--repeats 3] [--skip-cold]
 """
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ import statistics
 import time
 
 import numpy as np
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import cold_median_time, median_time, read_pass_yardsticks, save
 
 

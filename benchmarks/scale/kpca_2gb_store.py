@@ -10,7 +10,7 @@ Measured in one run (this machine is a shared 2-core box: timings are noisy):
   cross-validation over the 21 sigmas with DNE (in-memory, fold sub-blocks).
 The in-memory algebra runs with single-threaded BLAS, as the estimators run it.
 
-Usage: python benchmarks/kpca_2gb_store.py [--workdir DIR] [--n 2000] [--p 250000] [--r 100]
+Usage: python benchmarks/scale/kpca_2gb_store.py [--workdir DIR] [--n 2000] [--p 250000] [--r 100]
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import read_pass_yardsticks, save
 
 

@@ -20,7 +20,7 @@ The store holds ``enc-normal-noise`` (the encoder paper's setting) written by
 ``wideml.sims.simulate_to_store``. The encoder's per-chunk arithmetic runs in
 float32 (``precision="auto"`` for float32 X); the sums across chunks are float64.
 
-Usage: python benchmarks/encoder_2gb_store.py [--workdir DIR | --store PATH] [--repeats 3] [--keep] [--skip-spearman]
+Usage: python benchmarks/scale/encoder_2gb_store.py [--workdir DIR | --store PATH] [--repeats 3] [--keep] [--skip-spearman]
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import cold_median_time, median_time, raw_read, read_pass_yardsticks, save
 
 

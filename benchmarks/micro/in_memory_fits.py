@@ -9,7 +9,7 @@ It also times the same flops in numpy (X Xᵀ) as the floor of a Gram fit.
 
 Results: benchmarks/results/in_memory_fits.json.
 
-Usage: python benchmarks/in_memory_fits.py [--repeats 7]
+Usage: python benchmarks/micro/in_memory_fits.py [--repeats 7]
 """
 
 from __future__ import annotations
@@ -21,6 +21,10 @@ import time
 
 import numpy as np
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import save
 
 SIZES = [(100, 1_000), (300, 20_000), (1_000, 100_000)]

@@ -35,7 +35,7 @@ folds (``cross_validate_encoder``, one pass each).
 
 Usage::
 
-    python benchmarks/encoder_simulations.py [--replicates 3] [--n 50,100,200,300,400,500] [--skip-nn]
+    python benchmarks/papers/encoder_simulations.py [--replicates 3] [--n 50,100,200,300,400,500] [--skip-nn]
 
 Writes ``benchmarks/results/encoder_simulations.json`` and ``.png`` (error against n)
 and ``encoder_simulations_time.png``. The full grid takes about 20 minutes; the
@@ -63,7 +63,7 @@ from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validat
 from wideml.runtime import compute
 from wideml.sims import simulate
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 SETTINGS = ("enc-uniform", "enc-uniform-noise", "enc-uniform-transformed", "enc-normal", "enc-normal-noise",
             "enc-normal-transformed")
 METHODS = ("linear", "multi", "svm", "svm_gamma1", "nn")
@@ -205,7 +205,7 @@ def main(argv=None):
     summary = to_json(res, grid)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    commands = ["python benchmarks/encoder_simulations.py " + " ".join(sys.argv[1:] if argv is None else argv)]
+    commands = ["python benchmarks/papers/encoder_simulations.py " + " ".join(sys.argv[1:] if argv is None else argv)]
     wall = time.perf_counter() - t0
     if args.merge and out.exists():
         before = json.loads(out.read_text())

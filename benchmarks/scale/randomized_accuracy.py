@@ -18,7 +18,7 @@ Datasets:
   a range finder), n = 1000 training + 1000 test samples, p = 100 000, float32 stores;
 - Extended Yale B (real faces, 2414 x 1024, 38 classes; a random 80/20 split), in memory.
 
-Usage: python benchmarks/randomized_accuracy.py [--workdir DIR] [--p 100000] [--n 1000]
+Usage: python benchmarks/scale/randomized_accuracy.py [--workdir DIR] [--p 100000] [--n 1000]
 """
 
 from __future__ import annotations
@@ -33,9 +33,13 @@ from pathlib import Path
 import numpy as np
 import scipy.linalg
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import save
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def captured_variance(est, codes: np.ndarray) -> float:

@@ -22,8 +22,8 @@ W/D/L compares the kernelised mean with the linear mean rounded to two
 decimals, as the paper's tables do.
 
 Usage:
-  python benchmarks/kpca_paper_protocol.py --learner dne [--splits 40] [--datasets iris,glass] [--rdata DIR]
-  python benchmarks/kpca_paper_protocol.py --summarize
+  python benchmarks/papers/kpca_paper_protocol.py --learner dne [--splits 40] [--datasets iris,glass] [--rdata DIR]
+  python benchmarks/papers/kpca_paper_protocol.py --summarize
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 R_LIBS = ["/usr/lib/R/site-library", "/usr/share/R/library", "/tmp/rdeb/x/usr/lib/R/site-library"]
 
 #: Paper Tables 1-3: mean accuracy (linear, CV, aligned, unweighted).

@@ -17,9 +17,9 @@ Measured in one run, medians of --repeats:
   and the largest principal angle to the exact path, for LOL and for svd_compressed.
 
 Where each pass's time goes (and the products' share of the isolated BLAS rate) is measured
-by ``benchmarks/pass_profile.py``.
+by ``benchmarks/micro/pass_profile.py``.
 
-Usage: python benchmarks/lol_2gb_store.py [--workdir DIR] [--repeats 3] [--skip-1m] [--skip-accuracy]
+Usage: python benchmarks/scale/lol_2gb_store.py [--workdir DIR] [--repeats 3] [--skip-1m] [--skip-accuracy]
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import cold_median_time, median_time, peak_rss_of, read_pass_yardsticks, save
 
 
@@ -203,7 +207,7 @@ def main() -> None:
         "s = wideml.open_store({path!r})\n"
         "wideml.LOL({d}, solver={solver!r}).fit(s)\n"
     )
-    src = str(Path(__file__).resolve().parent.parent)
+    src = str(Path(__file__).resolve().parents[2])
     for solver in ("gram", "auto"):
         res[f"peak_rss_p250k_{solver}"] = peak_rss_of(code.format(src=src, path=str(path), d=d, solver=solver))
         res[f"time_v_cli_p250k_{solver}"] = time_v_max_rss(["-m", "wideml.cli.main", "fit", "lol", str(path), "-o", str(work / f"m_{solver}"),

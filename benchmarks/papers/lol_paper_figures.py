@@ -16,7 +16,7 @@ The paper's qualitative claims are checked in code and written into the JSON:
 - Cross: QOQ (+QDA) is best;
 - Robust: the robust variant (RLOL) is best.
 
-Usage: python benchmarks/lol_paper_figures.py [--repeats 20] [--n-test 2000]
+Usage: python benchmarks/papers/lol_paper_figures.py [--repeats 20] [--n-test 2000]
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ import warnings
 
 import numpy as np
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import RESULTS, save
 
 FIG2 = [("cigars", 1000), ("trunk", 1000), ("rotated-trunk", 1000)]

@@ -15,8 +15,8 @@ grid-sized arrays).
 
 Usage::
 
-    .venv/bin/python benchmarks/neuro_sim.py --n 400 --resolution 1 -o /tmp/neuro400
-    .venv/bin/python benchmarks/neuro_sim.py --n 60 --resolution 2 -o /tmp/neuro_quick
+    .venv/bin/python benchmarks/scale/neuro_sim.py --n 400 --resolution 1 -o /tmp/neuro400
+    .venv/bin/python benchmarks/scale/neuro_sim.py --n 60 --resolution 2 -o /tmp/neuro_quick
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Part D (validation of the cost model on sizes it was not calibrated on: n in {10
 Part C (peak memory flat in p; the Gram solver's is in lol_2gb_store.py): LFL and randomized LOL fits in fresh processes
   at p = 250 000, 1 000 000 and 2 000 000 (n = 2000); within 20%.
 
-Usage: python benchmarks/scaling_solvers.py [--part A,B,C] [--repeats 3] [--workdir DIR]
+Usage: python benchmarks/scale/scaling_solvers.py [--part A,B,C] [--repeats 3] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import cold_median_time, evict_from_page_cache, median_time, peak_rss_of, read_pass_yardsticks, save
 
 
@@ -135,7 +139,7 @@ def part_b(work: Path, repeats: int, ns=(500, 2000, 8000), ds=(10, 100)) -> dict
 
 
 def part_c(work: Path) -> dict:
-    src = str(Path(__file__).resolve().parent.parent)
+    src = str(Path(__file__).resolve().parents[2])
     res = {}
     for p in (250_000, 1_000_000, 2_000_000):
         path = work / f"c{p}.zarr"

@@ -1,6 +1,6 @@
 """Neuroimaging pipeline benchmark: NIfTI folder -> masked ingest -> LOL CV -> fit -> maps, time and peak RSS per step.
 
-Input: a folder written by ``benchmarks/neuro_sim.py`` (scans/, participants.tsv,
+Input: a folder written by ``benchmarks/scale/neuro_sim.py`` (scans/, participants.tsv,
 brain_mask.nii.gz, truth_regions.nii.gz, truth.json). Each step is one ``wideml``
 command run as a subprocess under ``/usr/bin/time -v``; its peak memory is the
 "Maximum resident set size" of that process (the largest single process when the
@@ -13,7 +13,7 @@ largest values are the baseline intensity, not the effect.
 
 Usage::
 
-    .venv/bin/python benchmarks/neuro_pipeline.py /tmp/neuro400 --work /tmp/neuro400_run
+    .venv/bin/python benchmarks/scale/neuro_pipeline.py /tmp/neuro400 --work /tmp/neuro400_run
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import machine, save  # noqa: E402
 
 WIDEML = [sys.executable, "-m", "wideml.cli.main"]

@@ -15,7 +15,7 @@ The ratio checksummed / plain of each is printed and saved in benchmarks/results
 The config default of ``wideml.checksum`` follows it: on when the checksum costs under 5% of a
 read pass, else off.
 
-Usage: python benchmarks/checksum_cost.py [--size-gb 2] [--quick] [--repeats 3] [--workdir DIR]
+Usage: python benchmarks/micro/checksum_cost.py [--size-gb 2] [--quick] [--repeats 3] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import chunk_files, evict_from_page_cache, raw_read, save
 
 

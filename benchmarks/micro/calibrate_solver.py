@@ -5,7 +5,7 @@ constants by non-negative least squares on relative error (every row divided by 
 time, so a 5 s fit counts as much as a 70 s one), and prints them with the in-sample
 predictions. Check them out of sample with ``scaling_solvers.py --part D``.
 
-Usage: python benchmarks/calibrate_solver.py [results/scaling_solvers_b.json]
+Usage: python benchmarks/micro/calibrate_solver.py [results/scaling_solvers_b.json]
 """
 
 from __future__ import annotations
@@ -17,6 +17,10 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import nnls
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import RESULTS
 
 

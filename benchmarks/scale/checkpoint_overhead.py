@@ -9,7 +9,7 @@ Measured in one process, medians of --repeats:
   reads against a full fit's. For the interrupted runs the interval is --resume-interval
   (default 1 s; 0.01 s with --quick) so that a checkpoint exists near the interrupt.
 
-Usage: python benchmarks/checkpoint_overhead.py [--workdir DIR] [--repeats 3] [--quick] [--reuse]
+Usage: python benchmarks/scale/checkpoint_overhead.py [--workdir DIR] [--repeats 3] [--quick] [--reuse]
 (--quick: n = 500, p = 40 000, about 80 MB.)
 """
 
@@ -22,6 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import save
 from lol_2gb_store import make_store
 

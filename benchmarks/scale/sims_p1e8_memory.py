@@ -8,7 +8,7 @@ rate; the store is then checked (shape, labels, one chunk against the lazy
 array) and deleted. A second, smaller run (p = 10^7) in the same way shows that
 the peak RSS does not grow with p.
 
-Usage: python benchmarks/sims_p1e8_memory.py [--n 4] [--p 100000000] [--settings trunk rotated-trunk] [--workdir DIR]
+Usage: python benchmarks/scale/sims_p1e8_memory.py [--n 4] [--p 100000000] [--settings trunk rotated-trunk] [--workdir DIR]
 Results: benchmarks/results/sims_p1e8_memory.json
 """
 
@@ -23,6 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import save
 
 LIMIT_BYTES = 2 * 1024**3

@@ -17,7 +17,7 @@ isolation on random data of the same layout, single-threaded and as many threads
 once as the threaded scheduler runs tasks, median of 5: the products' share of that isolated BLAS rate is reported
 (1.0 = the products inside the pass run exactly as fast as alone).
 
-Usage: python benchmarks/pass_profile.py [--store PATH] [--repeats 3] [--only NAME ...]
+Usage: python benchmarks/micro/pass_profile.py [--store PATH] [--repeats 3] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import save
 
 FITS = {

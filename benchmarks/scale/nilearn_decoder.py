@@ -18,7 +18,7 @@ folds, so slightly optimistic; the Decoder's C is chosen by nested CV).
 
 Usage::
 
-    .venv/bin/python benchmarks/nilearn_decoder.py /tmp/neuro400_2mm [--n-max 400]
+    .venv/bin/python benchmarks/scale/nilearn_decoder.py /tmp/neuro400_2mm [--n-max 400]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import save  # noqa: E402
 
 FOLDS, SEED, D_MAX = 5, 0, 10

@@ -9,7 +9,7 @@ report a fixed sigma = 1. Cross is also run with QDA after projection (the LOL
 paper's classifier for Cross). Settings: Xor and Cross (non-linear boundaries:
 kernel LOL should win), Trunk and Toeplitz (linear boundaries: it should not).
 
-Usage: python benchmarks/kernel_lol.py [--reps 10] [--n 200] [--p 100] [--d 5]
+Usage: python benchmarks/papers/kernel_lol.py [--reps 10] [--n 200] [--p 100] [--d 5]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 SETTINGS = ("xor", "cross", "trunk", "toeplitz")
 SIGMAS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 25.0, 50.0, 75.0, 100.0, 250.0, 500.0,
           750.0, 1000.0)
