@@ -17,9 +17,6 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import nnls
 
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import RESULTS
 

@@ -34,7 +34,6 @@ from pathlib import Path
 import numpy as np
 
 import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import cold_median_time, median_time, peak_rss_of, read_pass_yardsticks, save

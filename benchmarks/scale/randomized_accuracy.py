@@ -34,7 +34,6 @@ import numpy as np
 import scipy.linalg
 
 import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import save

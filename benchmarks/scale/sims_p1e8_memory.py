@@ -23,9 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_common.py
 from _common import save
 
