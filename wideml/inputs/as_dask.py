@@ -6,6 +6,11 @@ import dask.array as da
 import numpy as np
 
 from wideml.exceptions import WidemlError
+from wideml.inputs.external import absolute_zarr, h5py_as_dask
+from wideml.inputs.zarr_chunks import check_dask_zarr_chunks, check_zarr_chunks
+from wideml.inputs.zarr_raw import only_zarr_read, raw_view
+from wideml.storage.featurestore import FeatureStore
+from wideml.storage.writer import default_feature_chunk
 
 
 def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
@@ -13,7 +18,12 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
 
     numpy input gets full-height chunks of about the config ``chunk-size``;
     dask input keeps its chunks; zarr / h5py arrays are chunked like their
-    storage (whole stored chunks per dask chunk). No graph built here carries
+    storage (whole stored chunks per dask chunk). A zarr array on local disk
+    whose chunk files the raw reader understands, a dask array that is only
+    the read of one (``da.from_zarr``), and an uncompressed h5py dataset are
+    read as a store's X is, straight from their files into each task's buffer
+    (:mod:`wideml.inputs.zarr_raw`, :mod:`wideml.inputs.h5py_raw`); other
+    layouts keep zarr's or h5py's read. No graph built here carries
     a relative path: a zarr array opened relatively is re-opened through its
     absolute path, and an h5py dataset is read through its file's absolute
     path off the threaded scheduler (:mod:`wideml.inputs.external`).
@@ -28,14 +38,17 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
         that is no longer the working directory, or a zarr array with a chunk
         that has no stored data, directly or under a dask array (a StoreError).
     """
-    from wideml.storage.featurestore import FeatureStore
-
     if isinstance(X, FeatureStore):
         return X.X
     if isinstance(X, da.Array):
-        from wideml.inputs.zarr_chunks import check_dask_zarr_chunks
-
         check_dask_zarr_chunks(X)
+        z = only_zarr_read(X) if feature_chunk is None else None
+        if z is not None:
+            widths = X.chunks[1]
+            regular = all(w == widths[0] for w in widths[:-1]) and widths[-1] <= widths[0]
+            view = raw_view(absolute_zarr(z), int(widths[0])) if regular else None
+            if view is not None:
+                return view
         return X
     shape = getattr(X, "shape", None)
     if shape is None or not hasattr(X, "dtype"):
@@ -51,16 +64,13 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
         if isinstance(stored, tuple) and len(stored) == 2 and all(isinstance(c, int) for c in stored):
             feature_chunk = stored[1]
         else:
-            from wideml.storage.writer import default_feature_chunk
-
             feature_chunk = default_feature_chunk(shape[0], shape[1], max(4, dtype.itemsize))
     if type(X).__module__.startswith("h5py"):
-        from wideml.inputs.external import h5py_as_dask
-
         return h5py_as_dask(X, int(feature_chunk))
     if type(X).__module__.startswith("zarr"):
-        from wideml.inputs.external import absolute_zarr, check_zarr_chunks
-
         X = absolute_zarr(X)
         check_zarr_chunks(X)
+        view = raw_view(X, int(feature_chunk))
+        if view is not None:
+            return view
     return da.from_array(X, chunks=(shape[0], int(feature_chunk)), lock=False, asarray=True)

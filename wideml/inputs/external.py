@@ -26,10 +26,16 @@ from typing import Any
 import dask
 import dask.array as da
 import numpy as np
+import zarr
+from dask.base import tokenize
+from zarr.storage import LocalStore
 
 from wideml.exceptions import WidemlError
+from wideml.inputs.h5py_raw import raw_reader
+from wideml.inputs.zarr_chunks import check_zarr_chunks
 from wideml.runtime.cluster_check import IN_MEMORY_MESSAGE, is_in_memory_zarr, zarr_location
 from wideml.runtime.scheduler import active_client
+from wideml.storage.reader import DIRECT_READERS, HDF5Reader
 
 
 def _local_scheduler() -> bool:
@@ -72,9 +78,6 @@ def absolute_zarr(X: Any) -> Any:
     root, member = location
     if os.path.isabs(root):
         return X
-    import zarr
-    from zarr.storage import LocalStore
-
     absolute = os.path.abspath(root)
     where = os.path.join(absolute, member) if member else absolute
     fix = (f"the zarr array opened at the relative path {os.path.join(root, member or '')!r} is not at {where} "
@@ -125,11 +128,18 @@ def h5py_file_path(X: Any) -> str | None:
 def h5py_as_dask(X: Any, feature_chunk: int) -> da.Array:
     """A dask array over an h5py dataset that any process can read (through its file's absolute path).
 
-    On the threaded and synchronous schedulers the open dataset is read under
+    A dataset whose bytes lie in the file as they are in memory is read by
+    byte offset (:mod:`wideml.inputs.h5py_raw`), as a store's X is. Otherwise, on the threaded and synchronous schedulers the open dataset is read under
     a lock, as before; elsewhere a picklable reader reopens the file by its
     absolute path in the task's process.
     """
     chunks = (X.shape[0], int(feature_chunk))
+    raw = raw_reader(X, h5py_file_path(X))
+    if raw is not None:
+        name = "wideml-h5raw-" + tokenize(raw.path, raw.name, raw.shape, str(raw.stored), raw.chunks, raw._stamp, chunks)
+        Xd = da.from_array(raw, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=raw.dtype), name=name)
+        DIRECT_READERS[Xd.name] = raw
+        return Xd
     if _local_scheduler():
         return da.from_array(X, chunks=chunks, lock=True, asarray=True)
     path = h5py_file_path(X)
@@ -138,15 +148,11 @@ def h5py_as_dask(X: Any, feature_chunk: int) -> da.Array:
                           "cannot read; write it to a file on a shared filesystem or pass a numpy array.")
     if X.file.mode != "r":
         X.file.flush()
-    from wideml.storage.reader import HDF5Reader
-
     dtype = np.dtype(X.dtype)
     reader = HDF5Reader(path, X.name, X.shape, dtype, X.chunks or X.shape)
     st = os.stat(path)
     name = f"wideml-h5-{path}-{X.name}-{st.st_size}-{st.st_mtime_ns}"
     return da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=dtype), name=name)
 
-
-from wideml.inputs.zarr_chunks import check_zarr_chunks  # noqa: E402  (re-exported: the check of every zarr array handed in)
 
 __all__ = ["absolute_zarr", "check_zarr_chunks", "h5py_as_dask", "h5py_file_path"]

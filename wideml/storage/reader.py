@@ -33,9 +33,13 @@ _lock = threading.Lock()
 DIRECT_READERS: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
 
 
-def _count(path: str) -> None:
+def count_read(path: str) -> None:
+    """Count one block read of the array at ``path`` in :data:`READ_COUNTER` (every reader of X calls it per read)."""
     with _lock:
         READ_COUNTER[path] += 1
+
+
+_count = count_read
 
 
 def _damaged(path: str, name: str, shape: tuple, key, exc: Exception):
@@ -75,6 +79,9 @@ class ZarrReader:
         read (a stat per chunk of that slower path). With "fill" it reads as
         the array's fill value, as zarr does.
     """
+
+    #: A feature store's X (subclasses reading a user's plain array say False).
+    of_store = True
 
     def __init__(self, path: str, name: str, shape, dtype, chunks, missing: str = "error"):
         from wideml.storage.integrity import chunk_layout
@@ -301,6 +308,8 @@ def _spans(key, shape) -> list[tuple[int, int]] | None:
 
 class HDF5Reader:
     """Read rectangular blocks of a 2-D HDF5 dataset (h5py serialises reads internally)."""
+
+    of_store = True
 
     def __init__(self, path: str, name: str, shape, dtype, chunks):
         self.path, self.name = str(path), name

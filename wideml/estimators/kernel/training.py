@@ -35,7 +35,7 @@ def _store_reader(X: da.Array):
     if len(layers) != 2:
         return None
     for value in dict(graph).values():
-        if isinstance(value, (ZarrReader, HDF5Reader)) and tuple(value.shape) == tuple(X.shape):
+        if isinstance(value, (ZarrReader, HDF5Reader)) and value.of_store and tuple(value.shape) == tuple(X.shape):
             return value
     return None
 
