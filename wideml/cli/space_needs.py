@@ -87,8 +87,10 @@ def ingest_needs(args: argparse.Namespace) -> list[Need]:
     from pathlib import Path
 
     from wideml.sources import ingest as ing
-    from wideml.sources.arrays import from_hdf5, from_npy, from_zarr_array
-    from wideml.sources.folder import folder_samples, probe
+    from wideml.sources.hdf5 import from_hdf5
+    from wideml.sources.npy import from_npy
+    from wideml.sources.sample_files import folder_samples, probe
+    from wideml.sources.zarr_array import from_zarr_array
 
     kind, obj = ing._source_kind(args.source)
     if kind == "folder":

@@ -1,8 +1,8 @@
-"""CSV/TSV sources for ingest: one row per sample, streamed in blocks of rows.
+"""CSV/TSV sources: one row per sample, scanned once, then streamed in blocks of rows.
 
-The file is opened twice: a scan counts the rows (and collects the label and
-id columns, so labels are checked before any X is written), then a stream
-parses blocks of rows into float arrays. Only one block of rows (plus the text
+The file is opened twice: a scan (:mod:`wideml.sources.delimited_scan`)
+counts the rows (and collects the label and id columns, so labels are checked
+before any X is written), then a stream (:class:`CsvSource`) parses blocks of rows into float arrays. Only one block of rows (plus the text
 of one line) is in memory at a time. ``.gz`` files are read through gzip.
 
 Rows whose label is missing (``NA``, ``n/a``, empty ...: see
@@ -22,253 +22,64 @@ or empty values, are refused asking for ``--id-column``.
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
 
 from wideml.exceptions import WidemlError
-from wideml.sources.labels import coerce_labels, delimiter_for, open_text
-from wideml.storage.label_cells import (
-    check_unique_columns,
-    check_unique_ids,
-    clip,
-    delimiter_error,
-    is_id_name,
-    listed,
-    missing_error,
-    missing_mask,
-    other_delimiter,
-)
+from wideml.sources.base import STREAM, IngestOptions, Source, first
+from wideml.sources.delimited_scan import CSV_SUFFIXES, CsvLayout, is_number, keep_rows, scan_csv
+from wideml.sources.labels import labels_for, open_text, validate_labels
+from wideml.sources.locations import Location
+from wideml.storage.casts import CastCheck, check_cast_dtypes
 
-CSV_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz")
+__all__ = ["CSV_SUFFIXES", "CsvSource", "iter_csv_blocks"]
 
 
-@dataclass
-class CsvLayout:
-    """What the scan of a CSV file found.
+class CsvSource(Source):
+    """A CSV/TSV file (optionally ``.gz``): one row per sample, read as a stream of row blocks.
 
-    Attributes
-    ----------
-    path : Path
-    delimiter : str
-    has_header : bool
-    width : int
-        Cells per line.
-    n_samples : int
-        Data rows.
-    feature_cols : list of int
-        Columns holding X, in order.
-    feature_names : ndarray of str or None
-        Header names of those columns.
-    labels, sample_ids : ndarray or None
-        From ``label_column`` / ``id_column`` (rows kept only).
-    skip_rows : frozenset of int
-        Data rows (0-based, header not counted) left out, e.g. for a missing label.
+    Labels come from ``label_column`` or from ``labels`` (not both); with
+    ``drop_unlabelled`` rows whose label is missing are left out of X, the
+    labels and the ids. Values are parsed as float64.
     """
 
-    path: Path
-    delimiter: str
-    has_header: bool
-    width: int
-    n_samples: int
-    feature_cols: list[int]
-    feature_names: np.ndarray | None
-    labels: np.ndarray | None
-    sample_ids: np.ndarray | None
-    skip_rows: frozenset = field(default_factory=frozenset)
+    kind = "csv"
+    access = STREAM
+    accepts = frozenset({"label_column", "id_column"})
 
-    @property
-    def n_features(self) -> int:
-        return len(self.feature_cols)
+    def __init__(self, layout: CsvLayout):
+        self.layout = layout
+        self.shape = (layout.n_samples, layout.n_features)
+        self.dtype = np.dtype(np.float64)
+        self.feature_ids = layout.feature_names
+        self.description, self.what, self.title = f"csv:{layout.path}", repr(str(layout.path)), f"ingest {layout.path.name}"
 
+    @classmethod
+    def open(cls, location: Location, options: IngestOptions) -> "CsvSource":
+        """Scan the file (labels, ids, row count), then apply a labels file's rows and labels."""
+        if options.labels is not None and options.label_column is not None:
+            raise WidemlError("labels were given both as --labels and as --label-column; give them one way.")
+        layout = scan_csv(location.path, delimiter=options.delimiter, header=options.header, label_column=options.label_column,
+                          id_column=options.id_column, drop_unlabelled=options.drop_unlabelled)
+        ids, y, keep = labels_for(options.labels, layout.n_samples, options.drop_unlabelled, options.delimiter)
+        if keep is not None:
+            layout = keep_rows(layout, keep)
+        if layout.labels is not None:
+            y = validate_labels(layout.labels, layout.n_samples)
+        src = cls(layout)
+        src.labels, src.sample_ids = y, first(layout.sample_ids, ids)
+        return src
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _column(spec: int | str | None, header: list[str] | None, width: int, what: str, path: Path) -> int | None:
-    """Index of a column given by header name or 0-based index (negative counts from the end)."""
-    if spec is None:
-        return None
-    text = str(spec).strip()
-    if header is not None and text in header:
-        check_unique_columns(header, text, repr(str(path)), f"--{what.replace(' ', '-')}")
-        return header.index(text)
-    try:
-        index = int(text)
-    except ValueError:
-        if header is None:
-            raise WidemlError(f"{what} {text!r} is a name but {str(path)!r} has no header line; give the column's 0-based index instead.") from None
-        shown = listed(header)
-        raise WidemlError(f"{str(path)!r} has no column {clip(text)!r} for the {what} (columns: {shown}); give a header name or a 0-based index.") from None
-    if not -width <= index < width:
-        raise WidemlError(f"{what} index {index} is outside the {width} columns of {str(path)!r}; give a 0-based index below {width}.")
-    return index % width
-
-
-def _guess_id_column(header: list[str], lab: int | None, path: Path) -> int | None:
-    """The one column named like sample ids (:func:`~wideml.storage.label_cells.is_id_name`), None if there is none.
-
-    A numeric ``id`` column must never become a feature silently; two such columns are refused (which one is meant?).
-    """
-    named = [i for i, h in enumerate(header) if i != lab and is_id_name(h)]
-    if len(named) > 1:
-        raise WidemlError(f"{str(path)!r} has {len(named)} columns named like sample ids ({listed([header[i] for i in named])}); "
-                          "name the id column with --id-column (id_column=), and rename any of them that holds a feature.")
-    return named[0] if named else None
-
-
-def _check_guessed_ids(ids: np.ndarray, name: str, path: Path) -> None:
-    """Take the guessed id column only when its values are unique and non-empty, and say so on stderr in one line."""
-    import sys
-
-    empty = [str(v) for v in ids if not str(v).strip()]
-    twice = [v for v, c in zip(*np.unique(ids, return_counts=True)) if c > 1]
-    if empty or twice:
-        what = "empty values" if empty else f"repeated values such as {clip(twice[0])!r}"
-        raise WidemlError(f"column {clip(name)!r} of {str(path)!r} is named like sample ids but has {what}; name the id column "
-                          "with --id-column (id_column=), or rename that column if it holds a feature.")
-    print(f"wideml: using column {clip(name)!r} of {path.name!r} as the sample ids (named like an id, values unique); "
-          "pass --id-column to choose another, or rename it to keep it as a feature.", file=sys.stderr)
-
-
-def _first_record(path: Path, delimiter: str) -> list[str]:
-    try:
-        with open_text(path) as f:
-            for row in csv.reader(f, delimiter=delimiter):
-                if any(cell.strip() for cell in row):
-                    return [cell.strip() for cell in row]
-    except (OSError, UnicodeDecodeError, csv.Error, EOFError) as exc:
-        raise WidemlError(f"cannot read {str(path)!r} as text ({exc}); give a CSV file of numbers.") from None
-    raise WidemlError(f"{str(path)!r} is empty; give one line per sample.")
-
-
-def scan_csv(
-    path: str | os.PathLike,
-    *,
-    delimiter: str | None = None,
-    header: bool | str = "auto",
-    label_column: int | str | None = None,
-    id_column: int | str | None = None,
-    drop_unlabelled: bool = False,
-) -> CsvLayout:
-    """Find the layout of a CSV file and read its label and id columns (X is not parsed).
-
-    Parameters
-    ----------
-    path : path-like
-    delimiter : str, optional
-        Default tab for ``.tsv``, else comma.
-    header : {"auto", True, False}
-        Whether the first line holds column names; ``"auto"`` decides from
-        whether it has text in a feature column (or a named label/id column).
-    label_column, id_column : int or str, optional
-        Column (name or 0-based index) holding the labels / sample ids.
-        Without ``id_column``, the one column named like sample ids (``id``,
-        ``participant_id`` ...) is the id column if its values are unique;
-        otherwise refused, asking for ``id_column``.
-    drop_unlabelled : bool
-        Leave out rows whose label is missing instead of refusing them.
-
-    Returns
-    -------
-    CsvLayout
-    """
-    path = Path(path)
-    delim = delimiter_for(path, delimiter)
-    first = _first_record(path, delim)
-    width = len(first)
-    sep = None if delimiter else other_delimiter(first, delim)
-    if sep is not None:
-        shown = "'\\t'" if sep == "\t" else repr(sep)
-        raise delimiter_error(repr(str(path)), sep, f"pass --delimiter {shown} (delimiter={shown})")
-    named = [s for s in (label_column, id_column) if s is not None and not str(s).strip().lstrip("-").isdigit()]
-    if header == "auto":
-        special = {_column(s, None, width, "column", path) for s in (label_column, id_column)
-                   if s is not None and str(s).strip().lstrip("-").isdigit()}
-        has_header = bool(named) or any(not _is_number(c) for i, c in enumerate(first) if i not in special)
-    else:
-        has_header = bool(header)
-    names = first if has_header else None
-    lab = _column(label_column, names, width, "label column", path)
-    sid = _column(id_column, names, width, "id column", path)
-    if lab is not None and lab == sid:
-        raise WidemlError("the label column and the id column are the same column; give two different columns.")
-    guessed = sid is None and id_column is None and names is not None
-    if guessed:
-        sid = _guess_id_column(names, lab, path)
-        guessed = sid is not None
-    feature_cols = [i for i in range(width) if i not in (lab, sid)]
-    if not feature_cols:
-        raise WidemlError(f"{str(path)!r} has no feature columns besides the label and id columns; check the column options.")
-    labels, ids, lines, n = [], [], [], 0
-    with open_text(path) as f:
-        reader = csv.reader(f, delimiter=delim)
-        skip = has_header
-        for row in reader:
-            if not any(cell.strip() for cell in row):
-                continue
-            if skip:
-                skip = False
-                continue
-            if len(row) != width:
-                raise WidemlError(
-                    f"line {reader.line_num} of {str(path)!r} has {len(row)} values but the first line has {width}; "
-                    "every line needs the same number of columns."
-                )
-            n += 1
-            lines.append(f"line {reader.line_num}")
-            if lab is not None:
-                labels.append(row[lab].strip())
-            if sid is not None:
-                ids.append(row[sid].strip())
-    if n == 0:
-        raise WidemlError(f"{str(path)!r} has no data rows; give one line per sample.")
-    keep = np.ones(n, dtype=bool)
-    if lab is not None:
-        missing = missing_mask(np.array(labels, dtype=object))
-        if missing.any() and not drop_unlabelled:
-            raise missing_error(f"the label column of {str(path)!r}", [ln for ln, m in zip(lines, missing) if m])
-        if missing.all():
-            raise WidemlError(f"every label in the label column of {str(path)!r} is missing (NA, n/a, empty ...); give the samples labels.")
-        keep = ~missing
-    kept_lines = [ln for ln, k in zip(lines, keep) if k]
-    sample_ids = np.array(ids, dtype=str)[keep] if sid is not None else None
-    if sample_ids is not None and guessed:
-        _check_guessed_ids(sample_ids, first[sid], path)
-    elif sample_ids is not None:
-        check_unique_ids(sample_ids, f"the id column of {str(path)!r}", kept_lines)
-    return CsvLayout(
-        path=path, delimiter=delim, has_header=has_header, width=width, n_samples=int(keep.sum()), feature_cols=feature_cols,
-        feature_names=np.array([first[i] for i in feature_cols], dtype=str) if has_header else None,
-        labels=coerce_labels(np.array(labels, dtype=object)[keep]) if lab is not None else None,
-        sample_ids=sample_ids, skip_rows=frozenset(np.flatnonzero(~keep).tolist()),
-    )
-
-
-def keep_rows(layout: CsvLayout, keep: np.ndarray) -> CsvLayout:
-    """The layout with only the rows ``keep`` (a mask over its ``n_samples`` rows, e.g. from a labels file) left in."""
-    keep = np.asarray(keep, dtype=bool)
-    if keep.shape != (layout.n_samples,):
-        raise WidemlError(f"the labels have {keep.size} entries but {str(layout.path)!r} has {layout.n_samples} rows; "
-                          "give exactly one label per row.")
-    rows = np.array([r for r in range(layout.n_samples + len(layout.skip_rows)) if r not in layout.skip_rows])
-    return replace(layout, n_samples=int(keep.sum()), skip_rows=layout.skip_rows | frozenset(rows[~keep].tolist()),
-                   labels=None if layout.labels is None else layout.labels[keep],
-                   sample_ids=None if layout.sample_ids is None else layout.sample_ids[keep])
+    def row_stream(self, rows: int, dtype, allow_lossy_cast: bool = False) -> Iterator[np.ndarray]:
+        return iter_csv_blocks(self.layout, rows, dtype, allow_lossy_cast)
 
 
 def _bad_cell(values, line: int, cols: list[int], path: Path) -> WidemlError:
     for value, col in zip(values, cols):
-        if not _is_number(value):
+        if not is_number(value):
             what = "an empty cell" if not value.strip() else f"the non-numeric value {value.strip()!r}"
             return WidemlError(
                 f"{str(path)!r} has {what} at line {line}, column {col + 1}; X must be all numbers — "
@@ -295,8 +106,6 @@ def iter_csv_blocks(layout: CsvLayout, rows: int, dtype, allow_lossy_cast: bool 
     ------
     ndarray of shape (<= rows, n_features)
     """
-    from wideml.storage.casts import CastCheck, check_cast_dtypes
-
     p, cols, path = layout.n_features, layout.feature_cols, layout.path
     check_cast_dtypes(np.float64, dtype, repr(str(path)), allow_lossy_cast)
     cast = CastCheck(dtype, repr(str(path)), allow_lossy_cast)

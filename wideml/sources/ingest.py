@@ -46,6 +46,17 @@ Nothing holds all of X unless all of X fits in a third of the memory budget
 
 Every output is written aside and moved into place only when complete (a
 failed ingest leaves nothing behind, temporary stores included).
+
+The package
+-----------
+:func:`ingest` checks the options, asks :mod:`wideml.sources.registry` which
+reader opens the source (one file per format: :mod:`~wideml.sources.npy`,
+:mod:`~wideml.sources.hdf5`, :mod:`~wideml.sources.zarr_array`,
+:mod:`~wideml.sources.delimited`, :mod:`~wideml.sources.folder`,
+:mod:`~wideml.sources.nifti`), opens it (metadata and labels, no X: a
+:class:`~wideml.sources.base.Source`) and hands it to the one writer loop,
+:func:`wideml.sources.write.write_source`. The registry's docstring says how
+to add a format.
 """
 
 from __future__ import annotations
@@ -54,76 +65,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from wideml.exceptions import WidemlError
-from wideml.storage import schema
+from wideml.sources.base import IngestOptions, Source
+from wideml.sources.registry import pick
+from wideml.sources.write import output_dtype, write_source
 from wideml.storage.atomic import check_output
-from wideml.sources.arrays import ArraySource, from_hdf5, from_memory, from_npy, from_zarr_array, split_hdf5_spec
-from wideml.sources.delimited import CSV_SUFFIXES, iter_csv_blocks, keep_rows, scan_csv
-from wideml.storage.casts import CastCheck, check_cast_dtypes
-from wideml.sources.folder import NIFTI_SUFFIXES, FileRows, folder_samples, probe
-from wideml.sources.labels import load_labels, validate_labels
 from wideml.storage.label_cells import check_unique_ids
-from wideml.sources.rows import write_rows_to_store
-from wideml.storage.rechunk import copy_to_store
-
-
-def output_dtype(source_dtype, dtype=None) -> np.dtype:
-    """Stored dtype: ``dtype`` if given, else floats kept (float16 → float32), small ints → float32, others → float64."""
-    if dtype is not None:
-        try:
-            dtype = np.dtype(dtype)
-        except TypeError:
-            raise WidemlError(f"unknown dtype {dtype!r}; use float32 or float64.") from None
-        if not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
-            raise WidemlError(f"dtype {dtype} is not a real number type; use float32 or float64.")
-        return dtype
-    src = np.dtype(source_dtype)
-    if src.kind == "f":
-        return np.dtype(np.float32) if src.itemsize < 4 else src
-    return np.dtype(np.float32) if src.itemsize <= 2 else np.dtype(np.float64)
-
-
-def _labels(labels, n: int, drop_unlabelled: bool = False, delimiter: str | None = None
-            ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-    """(ids, y, keep): y checked against the ``n`` samples (those of ``keep`` when labels were missing and dropped)."""
-    if labels is None:
-        return None, None, None
-    ids, y, keep = load_labels(labels, delimiter=delimiter, drop_unlabelled=drop_unlabelled)
-    if keep is not None and len(keep) != n:
-        raise WidemlError(f"the labels have {len(keep)} entries but X has {n} samples; give exactly one label per sample.")
-    return ids, validate_labels(y, n if keep is None else int(keep.sum())), keep
-
-
-def _source_kind(source) -> tuple[str, Any]:
-    """Classify ``source``: ("memory", obj), ("npy"|"hdf5"|"zarr"|"csv"|"folder", path)."""
-    if not isinstance(source, (str, os.PathLike)):
-        return "memory", source
-    file, dataset = split_hdf5_spec(str(source))
-    path = Path(os.path.abspath(os.path.expanduser(file)))  # the copy tasks may run on workers started elsewhere
-    if not path.exists():
-        raise WidemlError(f"source {str(path)!r} does not exist; check the path.")
-    if dataset is not None:
-        return "hdf5", (path, dataset)
-    if path.is_dir():
-        is_zarr = any((path / name).is_file() for name in ("zarr.json", ".zarray", ".zgroup"))
-        return ("zarr" if is_zarr else "folder"), path
-    name = path.name.lower()
-    if name.endswith(".npy"):
-        return "npy", path
-    if name.endswith(schema.HDF5_SUFFIXES):
-        return "hdf5", (path, None)
-    if name.endswith(CSV_SUFFIXES):
-        return "csv", path
-    if name.endswith(NIFTI_SUFFIXES):
-        raise WidemlError(
-            f"{str(path)!r} is a single NIfTI volume, i.e. one sample; put one volume per sample in a folder and ingest the folder."
-        )
-    raise WidemlError(
-        f"cannot tell what kind of data {str(path)!r} holds; give a .npy, .h5/.hdf5 or .csv/.tsv file, a zarr array, "
-        "or a folder of per-sample .npy/.nii files."
-    )
 
 
 def ingest(
@@ -224,109 +171,51 @@ def ingest(
         labels that do not match X or have one class, or an existing output.
     """
     check_output(out, overwrite)
-    kind, obj = _source_kind(source)
-    if label_column is not None and kind not in ("csv", "folder"):
-        raise WidemlError("--label-column (label_column) only applies to a CSV source or a folder; give the labels with --labels FILE instead.")
-    if id_column is not None and kind not in ("csv", "folder"):
-        raise WidemlError("--id-column (id_column) only applies to a CSV source or a folder; give sample ids in a two-column labels file instead.")
-    if kind == "folder" and labels is None and (label_column is not None or id_column is not None):
-        raise WidemlError("for a folder, --label-column and --id-column name columns of the labels table; give it with --labels FILE.")
-    if kind == "folder" and id_column is not None and label_column is None:
-        raise WidemlError("--id-column needs --label-column (the labels table's label column) for a folder; give both.")
-    if mask is not None and kind != "folder":
-        raise WidemlError("--mask (mask) only applies to a folder of NIfTI volumes; drop it.")
+    reader, location = pick(source)
+    given = {"label_column": label_column, "id_column": id_column, "mask": mask, "dataset": dataset}
+    options = IngestOptions(labels=labels, label_column=label_column, id_column=id_column, dataset=dataset, header=header,
+                            delimiter=delimiter, mask=mask, drop_unlabelled=drop_unlabelled,
+                            missing_chunks_are_fill=missing_chunks_are_fill)
+    for name in ("label_column", "id_column"):
+        _check_applies(reader, name, given[name])
+    reader.check_options(options)
+    _check_applies(reader, "mask", mask)
     if drop_unlabelled and labels is None and label_column is None:
         raise WidemlError("--drop-unlabelled (drop_unlabelled) leaves out samples whose label is missing, but no labels were given; "
                           "give --labels or --label-column, or drop it.")
     if sample_ids is not None:
         check_unique_ids(sample_ids, "sample_ids")
-    if dataset is not None and kind != "hdf5":
-        raise WidemlError("--dataset only applies to an HDF5 source; drop it or give an .h5 file.")
-    common = dict(feature_chunk=feature_chunk, memory_limit=memory_limit, overwrite=overwrite, compressor=compressor,
-                  checksum=checksum, missing_chunks_are_fill=missing_chunks_are_fill)
-
-    if kind == "csv":
-        if labels is not None and label_column is not None:
-            raise WidemlError("labels were given both as --labels and as --label-column; give them one way.")
-        layout = scan_csv(obj, delimiter=delimiter, header=header, label_column=label_column, id_column=id_column,
-                          drop_unlabelled=drop_unlabelled)
-        ids, y, keep = _labels(labels, layout.n_samples, drop_unlabelled, delimiter)
-        if keep is not None:
-            layout = keep_rows(layout, keep)
-        n, p = layout.n_samples, layout.n_features
-        if layout.labels is not None:
-            y = validate_labels(layout.labels, n)
-        dt = output_dtype(np.float64, dtype)
-        return write_rows_to_store(
-            out, n=n, p=p, dtype=dt, iter_blocks=lambda rows: iter_csv_blocks(layout, rows, dt, allow_lossy_cast),
-            label=f"ingest {obj.name}", y=y, source=f"csv:{obj}",
-            sample_ids=_first(sample_ids, layout.sample_ids, ids), feature_ids=_first(feature_ids, layout.feature_names),
-            **common,
-        )
-
-    if kind == "folder":
-        table = (labels, label_column, id_column, delimiter) if label_column is not None else None
-        label_ids, y, keep = ((None, None, None) if labels is None or table
-                              else load_labels(labels, delimiter=delimiter, drop_unlabelled=drop_unlabelled))
-        keep = keep if label_ids is None else None  # a two-column file: files of missing labels are not named, so left out
-        fkind, files, stems = folder_samples(obj, label_ids)
-        if fkind == "nifti":
-            from wideml.sources.nifti import ingest_nifti_folder
-
-            return ingest_nifti_folder(
-                obj, files, out, y=y, y_per_file=label_ids is not None, table=table, drop_unlabelled=drop_unlabelled, keep=keep,
-                mask=mask, dtype=dtype, sample_ids=sample_ids, feature_ids=feature_ids, allow_lossy_cast=allow_lossy_cast,
-                **common,
-            )
-        if mask is not None or table is not None:
-            raise WidemlError(f"--mask and --label-column apply to folders of NIfTI volumes, and {str(obj)!r} holds .npy files; "
-                              "give a labels file with one or two columns (file name, label) and no mask.")
-        if keep is not None:
-            if len(keep) != len(files):
-                raise WidemlError(f"the labels have {len(keep)} entries but {str(obj)!r} holds {len(files)} files; give one label per file.")
-            files, stems = [f for f, k in zip(files, keep) if k], stems[keep]
-        if y is not None:
-            y = validate_labels(y, len(files))
-        shape, src_dtype = probe(files[0], fkind)
-        p = int(np.prod(shape)) if shape else 1
-        dt = output_dtype(src_dtype, dtype)
-        check_cast_dtypes(src_dtype, dt, f"the files of {str(obj)!r}", allow_lossy_cast)
-        return write_rows_to_store(
-            out, n=len(files), p=p, dtype=dt, read_block=FileRows([str(f) for f in files], fkind, shape, dt, allow_lossy_cast),
-            label=f"ingest {obj.name}", y=y, source=f"folder:{obj}", sample_ids=_first(sample_ids, stems),
-            feature_ids=feature_ids, feature_shape=shape if len(shape) >= 2 or fkind == "nifti" else None, **common,
-        )
-
-    src: ArraySource
-    if kind == "memory":
-        src = from_memory(obj)
-    elif kind == "npy":
-        src = from_npy(obj)
-    elif kind == "hdf5":
-        path, spec_dataset = obj
-        src = from_hdf5(path, spec_dataset or dataset, missing_fill=missing_chunks_are_fill)
-    else:
-        src = from_zarr_array(obj, missing_fill=missing_chunks_are_fill)
-    ids, y, keep = _labels(labels, src.shape[0], drop_unlabelled, delimiter)
-    if keep is not None:
-        raise WidemlError(f"{int((~keep).sum())} label(s) are missing, and wideml cannot leave rows out of an array source "
-                          "(.npy, HDF5, zarr, in memory); remove those rows from X and the labels, or ingest a CSV or folder.")
-    dt = output_dtype(src.dtype, dtype)
-    name = "X" if kind == "memory" else repr(src.description.split(":", 1)[-1])
-    check_cast_dtypes(src.dtype, dt, name, allow_lossy_cast)
-    return copy_to_store(
-        src.reader, src.shape, src.chunks, out, dtype=dt, local=src.local, cast=CastCheck(dt, name, allow_lossy_cast),
-        label="ingest", y=y, source=src.description, sample_ids=_first(sample_ids, ids), feature_ids=feature_ids,
-        **common,
-    )
+    _check_applies(reader, "dataset", dataset)
+    src = reader.open(location, options)
+    return write_source(src, out, dtype=dtype, allow_lossy_cast=allow_lossy_cast, sample_ids=sample_ids, feature_ids=feature_ids,
+                        feature_chunk=feature_chunk, memory_limit=memory_limit, overwrite=overwrite, compressor=compressor,
+                        checksum=checksum, missing_chunks_are_fill=missing_chunks_are_fill)
 
 
-def _first(*values):
-    """The first of ``values`` that is not None."""
-    for v in values:
-        if v is not None:
-            return v
-    return None
+#: The sentence for an option given to a source that does not take it (:attr:`Source.accepts`).
+NOT_FOR_THIS_SOURCE = {
+    "label_column": "--label-column (label_column) only applies to a CSV source or a folder; give the labels with --labels FILE instead.",
+    "id_column": "--id-column (id_column) only applies to a CSV source or a folder; give sample ids in a two-column labels file instead.",
+    "mask": "--mask (mask) only applies to a folder of NIfTI volumes; drop it.",
+    "dataset": "--dataset only applies to an HDF5 source; drop it or give an .h5 file.",
+}
+
+
+def _check_applies(reader: type[Source], name: str, value) -> None:
+    """Refuse option ``name`` (given as ``value``) for a source that does not take it."""
+    if value is not None and name not in reader.accepts:
+        raise WidemlError(NOT_FOR_THIS_SOURCE[name])
+
+
+def _source_kind(source) -> tuple[str, Any]:
+    """``(kind, what)`` of ``source`` without opening it, for the free-space estimate of ``wideml ingest``:
+    ``("memory", obj)``, ``("hdf5", (path, dataset))``, else ``(kind, path)`` (``kind`` a reader's :attr:`Source.kind`)."""
+    reader, location = pick(source)
+    if location.in_memory:
+        return reader.kind, location.obj
+    if reader.kind == "hdf5":
+        return reader.kind, (location.path, location.dataset)
+    return reader.kind, location.path
 
 
 __all__ = ["ingest", "output_dtype"]

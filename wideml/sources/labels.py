@@ -18,12 +18,14 @@ which rows remain). A sample id given twice in a two-column file is refused.
 from __future__ import annotations
 
 import csv
+import gzip
 import os
 from pathlib import Path
 
 import numpy as np
 
 from wideml.exceptions import WidemlError
+from wideml.sources.locations import split_hdf5_spec
 from wideml.storage.label_cells import (
     check_unique_ids,
     delimiter_error,
@@ -80,8 +82,6 @@ def delimiter_fix(sep: str, path: str | os.PathLike) -> str:
 def open_text(path: str | os.PathLike):
     """Open a (possibly gzipped) text file for the csv module."""
     if str(path).lower().endswith(".gz"):
-        import gzip
-
         return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
     return open(path, newline="", encoding="utf-8-sig")
 
@@ -210,8 +210,6 @@ def _raw_labels(spec, delimiter: str | None) -> tuple[np.ndarray | None, object,
         if arr.ndim != 1:
             raise WidemlError(f"labels must be 1-D (one label per sample), got shape {arr.shape}; flatten them.")
         return None, arr, None, "the labels", False
-    from wideml.sources.arrays import split_hdf5_spec
-
     file, dataset = split_hdf5_spec(str(spec))
     path = Path(file)
     where = f"labels file {str(spec)!r}"
@@ -289,6 +287,18 @@ def coerce_labels_array(arr) -> np.ndarray:
     if arr.dtype.kind in "SO":
         arr = np.array([v.decode() if isinstance(v, bytes) else str(v) for v in arr], dtype=str)
     return arr
+
+
+def labels_for(labels, n: int, drop_unlabelled: bool = False, delimiter: str | None = None
+               ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """(ids, y, keep) of a labels spec for ``n`` samples: y checked against them (against those of ``keep``
+    when missing labels were dropped); all None without labels."""
+    if labels is None:
+        return None, None, None
+    ids, y, keep = load_labels(labels, delimiter=delimiter, drop_unlabelled=drop_unlabelled)
+    if keep is not None and len(keep) != n:
+        raise WidemlError(f"the labels have {len(keep)} entries but X has {n} samples; give exactly one label per sample.")
+    return ids, validate_labels(y, n if keep is None else int(keep.sum())), keep
 
 
 def validate_labels(y, n_samples: int) -> np.ndarray:

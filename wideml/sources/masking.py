@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dask
 import numpy as np
 
 from wideml.exceptions import WidemlError
-from wideml.storage.spatial import require_nibabel
 from wideml.sources.nifti_rows import NiftiPlan, iter_slabs, slab_volumes
-from wideml.storage.spatial import SpatialReference
+from wideml.storage.copy_plan import concurrency
+from wideml.storage.rechunk import run_tasks
+from wideml.storage.spatial import SpatialReference, require_nibabel
 
 AUTO = "auto"
 _FIX = "resample the mask to the volumes (e.g. nilearn.image.resample_to_img(mask, volume, interpolation='nearest'))"
@@ -138,11 +140,6 @@ def auto_mask(plan: NiftiPlan, groups: int | None = None) -> np.ndarray:
     WidemlError
         When no voxel is non-zero in every sample.
     """
-    import dask
-
-    from wideml.storage.copy_plan import concurrency
-    from wideml.storage.rechunk import run_tasks
-
     grid = plan.space.grid_shape
     n = plan.n_samples
     groups = int(max(1, min(n, groups or 2 * concurrency())))

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from wideml.exceptions import WidemlError
-from wideml.sources.folder import stem
-from wideml.storage.spatial import require_nibabel
+from wideml.sources.sample_files import stem
+from wideml.storage.casts import checked_cast
 from wideml.storage.label_cells import check_unique_ids
-from wideml.storage.spatial import SpatialReference
+from wideml.storage.spatial import SpatialReference, require_nibabel
 
 #: Bytes of full-grid voxels one slab read may hold (several volumes of a 4-D file at once).
 SLAB_BYTES = 64 * 2**20
@@ -249,8 +249,6 @@ class NiftiRows:
 
     def __call__(self, r0: int, r1: int) -> np.ndarray:
         """Rows ``r0:r1`` of X, shape ``(r1 - r0, p)``."""
-        from wideml.storage.casts import checked_cast
-
         mask = self.mask()
         out = np.empty((r1 - r0, self.p), dtype=self.dtype)
         for i, path, data, scaling in iter_slabs(self.samples, r0, r1, self.slab):

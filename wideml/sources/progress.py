@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 import time
 
+from wideml.runtime.compute import _progress_enabled
+
 
 class Progress:
     """Context manager showing ``[####    ] | 40% Completed | 1.2s`` on stderr.
@@ -22,8 +24,6 @@ class Progress:
     """
 
     def __init__(self, label: str, total: int, width: int = 40, dt: float = 0.5):
-        from wideml.runtime.compute import _progress_enabled
-
         self.label, self.total, self.width, self.dt = label, max(1, int(total)), width, dt
         self.done = 0
         self.show = _progress_enabled()

@@ -18,9 +18,11 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import dask
 import numpy as np
 
 from wideml.exceptions import WidemlError
+from wideml.sources.progress import Progress
 from wideml.storage import schema
 from wideml.storage.atomic import check_output, remove_path
 from wideml.storage.rechunk import (
@@ -32,6 +34,8 @@ from wideml.storage.rechunk import (
     temp_sibling,
     writer_target,
 )
+from wideml.storage.reader import ZarrReader
+from wideml.storage.writer import create_store, open_x_for_write
 
 #: Target size of a chunk of the temporary sample-chunked store.
 TMP_CHUNK_BYTES = 8 * 2**20
@@ -125,11 +129,6 @@ def write_rows_to_store(
     -------
     Path
     """
-    import dask
-
-    from wideml.storage.reader import ZarrReader
-    from wideml.storage.writer import create_store
-
     check_output(out, overwrite)
     dtype = np.dtype(dtype)
     itemsize = dtype.itemsize
@@ -175,8 +174,6 @@ def write_rows_to_store(
 
 def _write_rows(read_block, target: str, r0: int, r1: int, dtype) -> int:
     """Task: read rows ``r0:r1`` and write them as one row stripe of the temporary store."""
-    from wideml.storage.writer import open_x_for_write
-
     block = np.asarray(read_block(r0, r1), dtype=dtype)
     open_x_for_write(target)[r0:r1, :] = block
     return int(block.nbytes)
@@ -184,8 +181,6 @@ def _write_rows(read_block, target: str, r0: int, r1: int, dtype) -> int:
 
 def _stream_rows(blocks: Iterator[np.ndarray], writer, rows: int, n: int, dtype, label: str) -> int:
     """Write sequential row blocks (each ``rows`` long except the last) into ``writer``; returns the rows written."""
-    from wideml.sources.progress import Progress
-
     r0 = 0
     with Progress(f"{label}: rows to row stripes", total=n) as bar:
         for block in blocks:
