@@ -41,9 +41,9 @@ def test_default_chunks_are_whole_tiles(tmp_path):
 
 def test_distributed_path_writes_the_same_values(tmp_path, monkeypatch):
     """With a cluster the workers generate and the client writes, in batches; same bytes."""
-    import wideml.runtime.scheduler as scheduler
+    import wideml.sims.generate as generate
 
-    monkeypatch.setattr(scheduler, "active_client", lambda: object())
+    monkeypatch.setattr(generate, "active_client", lambda: object())
     path = simulate_to_store("cross", tmp_path / "c.zarr", 9, 1000, seed=1, feature_chunk=300)
     monkeypatch.undo()
     np.testing.assert_array_equal(open_store(path).X.compute(), simulate("cross", 9, 1000, seed=1)[0].compute().astype(np.float32))

@@ -3,12 +3,13 @@
 Importing the command line (numpy, scipy, scikit-learn, dask) takes one to
 three seconds. A Ctrl-C in that time used to print a KeyboardInterrupt
 traceback. :func:`run` installs its handlers before anything heavy is imported
-(this module imports only the standard library, and ``wideml/__init__.py``
-imports its public names lazily), so a signal at any moment of the start-up
-prints the one line ``wideml: interrupted by SIGINT; ...`` and exits with
-130 (143 for SIGTERM). Nothing has been written before the command runs, so
-there is nothing to clean up; once the command runs, :func:`wideml.cli.main.main`
-installs its own handlers, which remove the run's partial outputs.
+(this module imports only the standard library and
+:mod:`wideml.cli.interrupts`, and ``wideml/__init__.py`` imports its public
+names lazily), so a signal at any moment of the start-up prints the one line
+``wideml: interrupted by SIGINT; ...`` and exits with 130 (143 for SIGTERM).
+Nothing has been written before the command runs, so there is nothing to clean
+up; once the command runs, :func:`wideml.cli.main.main` installs its own
+handlers, which remove the run's partial outputs.
 """
 
 from __future__ import annotations
@@ -17,14 +18,7 @@ import os
 import signal
 import sys
 
-#: Exit status after each signal (128 + signal number, as shells report it).
-EXIT_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
-
-
-def interrupted_line(signum: int) -> str:
-    """The one line printed when ``signum`` stops the command."""
-    return (f"wideml: interrupted by {signal.Signals(signum).name}; "
-            "partial outputs and work folders of this run were removed.")
+from wideml.cli.interrupts import EXIT_STATUS, interrupted_line
 
 
 def _say_and_exit(signum: int) -> None:

@@ -21,7 +21,7 @@ import sys
 import warnings
 
 from wideml._version import __version__
-from wideml.cli.entry import EXIT_STATUS, interrupted_line
+from wideml.cli.interrupts import EXIT_STATUS, interrupted_line
 from wideml.exceptions import PerformanceWarning, WidemlError
 
 #: Modules under wideml.cli that each add subcommands through ``register(subparsers, common)``.

@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import scipy.io
 
 from wideml.exceptions import WidemlError
 
 
 def _load_mat(path: str | os.PathLike, x_key: str, y_key: str, what: str, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    import scipy.io
-
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise WidemlError(f"no {what} file at {path!r}; pass the path of the local .mat file (wideml never downloads data).")

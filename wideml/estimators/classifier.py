@@ -7,9 +7,14 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticD
 from sklearn.utils.validation import check_is_fitted
 
 from wideml.estimators.class_sizes import check_classifier_labels, fit_classifier
+from wideml.estimators.gram.lol import LOL
+from wideml.estimators.gram.projector import GramProjector
+from wideml.estimators.lfl import LFL
 from wideml.estimators.params import NONE, CheckedParams, Options, Satisfies
 from wideml.exceptions import WidemlError
+from wideml.inputs.door import fit_input
 from wideml.storage import schema
+
 
 CLASSIFIERS = ("lda", "qda")
 
@@ -24,9 +29,6 @@ def make_classifier(name: str):
 
 
 def _is_projector(value) -> bool:
-    from wideml.estimators.gram.projector import GramProjector
-    from wideml.estimators.lfl import LFL
-
     return isinstance(value, (GramProjector, LFL))
 
 
@@ -66,8 +68,6 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
         checked before X is read; y may be of any label kind and is required
         (taken from the store when X is a labelled FeatureStore).
         """
-        from wideml.estimators.gram.lol import LOL
-
         self._validate_parameters()
         if y is None and getattr(X, "y", None) is None:
             raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
@@ -91,8 +91,6 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
         sample in every class, or QDA with a class of at most d samples, is
         refused here rather than after the embedding's passes.
         """
-        from wideml.inputs.door import fit_input
-
         data = fit_input(X, y)  # metadata and labels only
         if emb.n_components is not None:
             d = int(emb.n_components)

@@ -21,11 +21,16 @@ Example
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import dask.array as da
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from wideml.runner.pickling import portable_state
 
 
 class _Marker:
@@ -62,8 +67,6 @@ def read_small(stored: Any) -> np.ndarray:
 
 def read_lazy(stored: Any):
     """A p-sized stored array opened as a dask array (zarr arrays without a read; in-memory ones wrapped)."""
-    import dask.array as da
-
     if isinstance(stored, da.Array):
         return stored
     if type(stored).__module__.startswith("zarr"):
@@ -186,8 +189,6 @@ class FittedState:
 
     def _model_state(self) -> tuple[dict, dict]:
         """The JSON state and arrays of the fitted estimator (its ``_fitted`` table, then :meth:`_save_more`)."""
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self, [entry.attr for entry in self._fitted if entry.required])
         state_out, arrays = save_fitted(self, self._fitted)
         self._save_more(state_out, arrays)
@@ -210,16 +211,12 @@ class FittedState:
         a :class:`~wideml.runner.pickling.NotPicklableError` naming
         ``wideml.save_model``.
         """
-        from wideml.runner.pickling import portable_state
-
         parent = getattr(super(), "__getstate__", None)
         state = parent() if parent is not None else self.__dict__.copy()
         return portable_state(state, type(self).__name__) if isinstance(state, dict) else state
 
     def __deepcopy__(self, memo: dict) -> Any:
         """A deep copy that shares the work folder (its arrays keep it alive) but does not own it (no ``_group``)."""
-        import copy
-
         new = type(self).__new__(type(self))
         memo[id(self)] = new
         state = copy.deepcopy(self.__dict__, memo)

@@ -28,6 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from wideml.exceptions import ConfigError
+from wideml.maps.files import reference_from, write_manifest, write_top_tsv, write_values
+from wideml.maps.model_maps import SIGN_CONVENTION, model_maps
+from wideml.maps.plot import draw_panel, resolve_plotter
+from wideml.models.persistence import estimator_layout, load_model
+from wideml.storage.atomic import atomic_output, check_output
+from wideml.storage.model_space import layout_feature_ids, layout_spatial
+
 
 __all__ = ["write_maps"]
 
@@ -64,13 +71,6 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
         One sentence: a model with no feature-space maps, a reference of
         another size, an existing output without ``overwrite``...
     """
-    from wideml.maps.model_maps import SIGN_CONVENTION, model_maps
-    from wideml.models.persistence import estimator_layout, load_model
-    from wideml.maps.plot import draw_panel, resolve_plotter
-    from wideml.storage.atomic import atomic_output, check_output
-    from wideml.maps.files import reference_from, write_manifest, write_top_tsv, write_values
-    from wideml.storage.model_space import layout_feature_ids, layout_spatial
-
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
         raise ConfigError(f"top={top!r} must be a positive integer (rows of each top-features table).")
     plotter = resolve_plotter(plot)

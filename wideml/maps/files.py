@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from wideml.exceptions import ConfigError
-from wideml.storage.spatial import SpatialReference
+from wideml.storage.spatial import SpatialReference, require_nibabel
+
 
 #: Name of the manifest written next to the maps.
 MANIFEST = "maps.json"
@@ -34,8 +35,6 @@ def write_values(folder: Path, name: str, values: np.ndarray, spatial: SpatialRe
         fname = f"{name}.npy"
         np.save(folder / fname, np.asarray(values, dtype=np.float64), allow_pickle=False)
         return fname
-    from wideml.storage.spatial import require_nibabel
-
     nib = require_nibabel()
     fname = f"{name}.nii.gz"
     nib.save(spatial.to_image(values), str(folder / fname))

@@ -39,7 +39,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wideml.estimators.classifier import EmbeddingClassifier
 from wideml.exceptions import ConfigError
+from wideml.runtime import compute
+
 
 SIGN_CONVENTION = ("positive = higher in the second class (classes_[1]) than in the first (classes_[0]); every direction is "
                    "flipped so that the second class scores higher along it (its inner product with mu_2 - mu_1 is positive); "
@@ -88,8 +91,6 @@ class ModelMaps:
 def _dense(values) -> np.ndarray:
     """A dask or zarr-backed array as float64 numpy (one compute)."""
     if hasattr(values, "dask"):
-        from wideml.runtime import compute
-
         (values,) = compute(values, label="maps: read the model's p-sized arrays")
     return np.asarray(values, dtype=np.float64)
 
@@ -182,8 +183,6 @@ def model_maps(model) -> ModelMaps:
     ConfigError
         For a model with no feature-space maps (kernel models) or one not fitted.
     """
-    from wideml.estimators.classifier import EmbeddingClassifier
-
     if not hasattr(model, "n_features_in_"):
         raise ConfigError(f"the {type(model).__name__} is not fitted, so it has no maps; fit it (or load a saved model) first.")
     inner = model.embedding_ if isinstance(model, EmbeddingClassifier) else model

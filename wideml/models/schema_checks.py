@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from wideml.storage.integrity import describe_chunk, expected_chunk_keys, missing_chunk_keys
+from wideml.storage.model_space import SPACE_ARRAYS
 
 
 @dataclass(frozen=True)
@@ -197,8 +199,6 @@ def check_model_contents(schema: ModelSchema, state: Any, group, group_path: str
     SchemaViolation
         Naming the first problem found. Reads only small arrays; p-sized ones are listed, not read.
     """
-    from wideml.storage.integrity import describe_chunk, missing_chunk_keys
-
     check_state(state, schema.state)
     dims: dict[str, int] = {}
     for key, symbol in schema.dims.items():
@@ -213,8 +213,6 @@ def check_model_contents(schema: ModelSchema, state: Any, group, group_path: str
         _bind(dims, symbol, int(value), f"state.{key}")
     for symbol, value in (fixed or {}).items():
         _bind(dims, symbol, int(value), symbol)
-    from wideml.storage.model_space import SPACE_ARRAYS
-
     present = set(group.array_keys()) - set(SPACE_ARRAYS)  # the mask and feature ids: checked by read_model_space
     unknown = sorted(present - set(schema.arrays))
     if unknown:
@@ -260,8 +258,6 @@ def _check_raw_chunk_sizes(array_dir: str, name: str, arr) -> None:
     file would fail there, deep inside a pass. Compressed arrays are left to
     the decoder, which reports a damaged chunk when it is read.
     """
-    from wideml.storage.integrity import describe_chunk, expected_chunk_keys
-
     try:
         with open(os.path.join(array_dir, "zarr.json")) as f:
             codecs = json.load(f).get("codecs") or []

@@ -33,12 +33,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+import dask.array as da
 import numpy as np
 
 from wideml._version import __version__
 from wideml.exceptions import StoreError
 from wideml.storage import schema
 from wideml.storage.atomic import atomic_output
+from wideml.storage.model_space import write_model_space
+
 
 #: Attr marking a model saved with every chunk file written (a missing one is then damage, for any array).
 CHUNKS_COMPLETE = "chunks_complete"
@@ -109,8 +112,6 @@ def write_model(path: str | os.PathLike, *, estimator: str, params: dict, state:
         for name, arr in arrays.items():
             _write_array(group, name, arr)
         if space is not None:
-            from wideml.storage.model_space import write_model_space
-
             attrs.update(write_model_space(group, space))
         group.attrs[schema.ATTRS_KEY] = attrs
     return Path(path)
@@ -120,8 +121,6 @@ def _write_array(group, name: str, arr) -> None:
     if hasattr(arr, "dask"):
         chunks = tuple(c[0] if len(c) else 1 for c in arr.chunks)
         z = group.create_array(name, shape=arr.shape, chunks=chunks, dtype=arr.dtype, compressors=None)
-        import dask.array as da
-
         da.store(arr.rechunk(chunks), z, lock=False)
         return
     arr = np.asarray(arr)

@@ -12,28 +12,34 @@ runs on a distributed scheduler, every worker is asked (``client.run``):
   outputs): does it exist there, is it the same folder (a marker file the
   client writes must be visible), and can the worker create a file in it?
 
-Design: this module imports no other wideml layer. The single compute entry
-point (:func:`wideml.runtime.compute.compute`) finds the stores a graph reads
-by walking its tasks for *path carriers*: objects with a
-``__wideml_paths__()`` method returning ``[(path, member), ...]``, objects of
-``wideml.*`` classes with an absolute ``path`` attribute (the chunk readers)
-and zarr arrays. Code that makes workers *write* into a folder registers it
-with :func:`require_directory` (the estimators' work directories, every
-write-aside output). Answers are cached per (client, path, fingerprint,
-worker), so each worker is asked once per process, not once per pass.
+Design: this module imports no other wideml layer, and of the runtime only
+:mod:`wideml.runtime.client`. The single compute entry point
+(:func:`wideml.runtime.compute.compute`) finds the stores a graph reads by
+walking its tasks for *path carriers*: objects with a ``__wideml_paths__()``
+method returning ``[(path, member), ...]``, objects of ``wideml.*`` classes
+with an absolute ``path`` attribute (the chunk readers) and zarr arrays. Code
+that makes workers *write* into a folder registers it with
+:func:`require_directory` (the estimators' work directories, every write-aside
+output). Answers are cached per (client, path, fingerprint, worker), so each
+worker is asked once per process, not once per pass.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import os
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from dask.base import collections_to_expr
+
 from wideml.exceptions import StoreError
+from wideml.runtime.client import active_client
+
 
 IN_MEMORY_MESSAGE = ("an in-memory zarr array cannot be read by cluster workers; write it to a store on a shared "
                      "filesystem or pass a numpy array")
@@ -172,8 +178,6 @@ def _children(node: Any) -> Iterator[Any]:
 
 def graph_paths(collections: Iterable[Any]) -> list[tuple[str, str | None]]:
     """The stores read by the tasks of ``collections`` (dask collections or delayed objects), deduplicated."""
-    from dask.base import collections_to_expr
-
     graph = collections_to_expr(list(collections), optimize_graph=False).__dask_graph__()
     found: dict[tuple[str, str | None], None] = {}
     seen: set[int] = set()
@@ -205,8 +209,6 @@ def _workers(client) -> dict[str, str]:
 
 
 def _takes_n_workers(client) -> bool:
-    import inspect
-
     try:
         return "n_workers" in inspect.signature(client.scheduler_info).parameters
     except (TypeError, ValueError):
@@ -337,8 +339,6 @@ def require_directory(path: str | os.PathLike, what: str) -> None:
     directory, the folder of an output written aside and renamed). A no-op
     on the local schedulers.
     """
-    from wideml.runtime.scheduler import active_client
-
     client = active_client()
     if client is not None and hasattr(client, "run") and hasattr(client, "scheduler_info"):
         check_directories(client, [(os.path.abspath(os.fspath(path)), what)])

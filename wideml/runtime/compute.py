@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
 import dask
+from dask.diagnostics import ProgressBar
 
-from wideml.runtime.config import config_value
+from wideml.runtime.client import active_client
+from wideml.runtime.cluster_check import check_graph
+from wideml.runtime.config import thread_count
 from wideml.runtime.nested import compute_in_task, in_worker_task
-from wideml.runtime.scheduler import active_client
+from wideml.runtime.progress import cluster_progress, progress_enabled
+from wideml.runtime.scratch import release
 
 
-def _progress_enabled() -> bool:
-    setting = config_value("progress")
-    if isinstance(setting, str) and setting.lower() == "auto":
-        return sys.stderr.isatty()
-    return bool(setting) and str(setting).lower() not in ("false", "0", "no", "off")
+#: The old private name of :func:`wideml.runtime.progress.progress_enabled`, kept for callers not yet moved to it.
+_progress_enabled = progress_enabled
 
 
 def compute(*collections: Any, label: str = "pass") -> tuple:
@@ -49,25 +51,17 @@ def compute(*collections: Any, label: str = "pass") -> tuple:
     """
     if in_worker_task():  # fitted inside a dask.distributed task: run here, never wait on the cluster (see nested.py)
         return compute_in_task(collections)
-    show = _progress_enabled()
+    show = progress_enabled()
     client = active_client()
     if client is not None:
-        from wideml.runtime.cluster_check import check_graph
-
         check_graph(client, collections)  # the workers must see the stores this pass reads (asked once per store)
         futures = client.compute(list(collections))
         if show:
-            from wideml.runtime.progress import cluster_progress
-
             cluster_progress(client, futures, label)  # on stderr: stdout carries the command's output
         return tuple(client.gather(futures))
-    from wideml.runtime.scratch import release
-
     try:
         with _one_blas_thread_per_task():
             if show:
-                from dask.diagnostics import ProgressBar
-
                 print(f"[wideml] {label}", file=sys.stderr)
                 with ProgressBar(out=sys.stderr, dt=0.5):
                     return dask.compute(*collections, **_local_kwargs())
@@ -80,8 +74,6 @@ def _local_kwargs() -> dict:
     """num_workers for the threaded scheduler (config ``wideml.threads``); nothing for other schedulers."""
     if dask.config.get("scheduler", "threads") not in ("threads", "threading", None):
         return {}
-    from wideml.runtime.config import thread_count
-
     return {"num_workers": thread_count()}
 
 
@@ -92,10 +84,8 @@ def _one_blas_thread_per_task():
     threads and the cores would be oversubscribed (measured: about 1.7x slower
     Gram passes on 2 cores).
     """
-    import contextlib
-
     if dask.config.get("scheduler", "threads") not in ("threads", "threading", None):
         return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # third-party, loaded by the first threaded pass only
 
     return threadpool_limits(1, user_api="blas")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import warnings
@@ -13,6 +14,8 @@ import psutil
 import yaml
 
 from wideml.exceptions import ConfigError, PerformanceWarning
+from wideml.runtime.addresses import check_address
+
 
 _DEFAULTS_FILE = Path(__file__).resolve().parent.parent / "wideml.yaml"
 with open(_DEFAULTS_FILE) as _f:
@@ -128,8 +131,6 @@ def parse_memory_limit(value: Any, what: str = "memory-limit") -> int:
 
 def _unknown_key(key: str, where: str, env: bool = False) -> ConfigError:
     """The one-sentence refusal of an unknown key, naming the closest known key (as an environment variable for ``env``) and all of them."""
-    import difflib
-
     close = difflib.get_close_matches(key.lower().replace("_", "-"), sorted(DEFAULTS), n=1, cutoff=0.6)
     hint = ""
     if close:
@@ -240,8 +241,6 @@ def _check_scheduler(value: Any) -> None:
             raise ConfigError(f"scheduler {value!r} asks for no workers; use local:N with N >= 1.")
         return
     if spec.startswith(("tcp://", "tls://", "inproc://")):
-        from wideml.runtime.scheduler import check_address
-
         check_address(spec)
         return
     raise ConfigError(f"unknown scheduler {value!r}; use {_SCHEDULER_HELP}.")

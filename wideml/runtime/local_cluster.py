@@ -23,9 +23,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import tempfile
 from collections.abc import Iterator
 
+import dask.config
+
 from wideml.exceptions import ConfigError
+from wideml.runtime.config import config_value, parse_bool
+from wideml.runtime.owned_names import work_folder_name
+from wideml.runtime.ownership import create_claimed
+from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
 
 
 def dashboard_address() -> str | None:
@@ -36,8 +43,6 @@ def dashboard_address() -> str | None:
     ConfigError
         If the setting is neither a boolean nor ``HOST:PORT``.
     """
-    from wideml.runtime.config import config_value, parse_bool
-
     value = config_value("dashboard")
     if value in (None, "") or str(value).strip().lower() in ("true", "false", "yes", "no", "on", "off", "0", "1"):
         return "127.0.0.1:0" if value not in (None, "") and parse_bool(value, "dashboard") else None
@@ -85,10 +90,6 @@ def check_worker_count(n_workers: int, spec: str | None = None) -> None:
 
 def _scratch_parent() -> str:
     """wideml's work folder: config ``workdir``, else the system temporary directory (absolute, symlinks resolved)."""
-    import tempfile
-
-    from wideml.runtime.config import config_value
-
     workdir = config_value("workdir")
     if isinstance(workdir, str) and workdir.strip():
         return os.path.realpath(os.path.expanduser(workdir))
@@ -109,10 +110,6 @@ def cluster_scratch() -> Iterator[str]:
     ConfigError
         If the folder cannot be made there.
     """
-    from wideml.runtime.owned_names import work_folder_name
-    from wideml.runtime.ownership import create_claimed
-    from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
-
     parent = _scratch_parent()
     folder = os.path.join(parent, work_folder_name())
     try:
@@ -149,8 +146,7 @@ def start_local_cluster(n_workers: int) -> Iterator:
     ConfigError
         If ``n_workers`` is above the bound (before any process starts).
     """
-    import dask.config
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster  # heavy (most of a second): only when a local cluster starts
 
     check_worker_count(n_workers)
     dashboard = dashboard_address()

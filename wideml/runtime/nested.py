@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import sys
 
+import dask
+
 
 def in_worker_task() -> bool:
     """True when called from a task running on a dask.distributed worker (in the task's own thread).
@@ -58,6 +60,4 @@ def compute_in_task(collections: tuple) -> tuple:
     tuple
         The computed values, in order.
     """
-    import dask
-
     return dask.compute(*collections, scheduler="sync")

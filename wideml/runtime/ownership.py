@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -48,8 +49,16 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from wideml.exceptions import StoreError
-from wideml.runtime.owned_names import OWNER_FILE, is_owned_name
-from wideml.runtime.removal import remove_tree, unregister_scratch
+from wideml.runtime.owned_names import (
+    OWNER_FILE,
+    is_aside_name,
+    is_checkpoint_name,
+    is_owned_name,
+    is_work_folder_name,
+)
+from wideml.runtime.owner_key import sign, verify
+from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
+
 
 #: Marks an owner record as wideml's (a version number follows the slash).
 OWNER_MARKER = "wideml-owner-record/2"
@@ -64,7 +73,7 @@ class ForeignFolderError(StoreError):
 
 def _start_time(pid: int) -> float | None:
     """The start time of process ``pid`` (seconds since the epoch), or None if there is no such process."""
-    import psutil
+    import psutil  # third-party, loaded only when an owner record is made or judged
 
     try:
         proc = psutil.Process(pid)
@@ -132,8 +141,6 @@ def owner_record(name: str = "", kind: str = "folder", state: str = "running") -
 
 def _write_record(folder: Path, record: dict) -> None:
     """Write ``record``, signed with this user's owner key (:mod:`wideml.runtime.owner_key`), as ``folder``'s owner file."""
-    from wideml.runtime.owner_key import sign
-
     tmp = folder / f"{OWNER_FILE}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(sign(record)))
     os.replace(tmp, folder / OWNER_FILE)
@@ -150,8 +157,6 @@ def _has_content(folder: Path) -> bool:
 
 def _kind_of(name: str) -> str:
     """The kind a folder called ``name`` is for, from its name."""
-    from wideml.runtime.owned_names import is_aside_name, is_checkpoint_name, is_work_folder_name
-
     if is_aside_name(name):
         return "old" if ".wideml-old-" in name else "partial"
     if is_work_folder_name(name):
@@ -204,8 +209,6 @@ def claim(folder: str | os.PathLike, kind: str | None = None, *, made_here: bool
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
     """Hold SIGINT and SIGTERM back (delivered right after the block) where the platform allows it."""
-    import signal
-
     block = getattr(signal, "pthread_sigmask", None)
     if block is None:
         yield
@@ -225,8 +228,6 @@ def create_claimed(folder: str | os.PathLike, kind: str | None = None, mode: int
     it proves nothing). Raises FileExistsError if ``folder`` exists: an
     existing folder is never taken over.
     """
-    from wideml.runtime.removal import register_scratch
-
     folder = Path(folder)
     record = owner_record(folder.name, kind or _kind_of(folder.name))
     with _signals_deferred():  # SIGINT/SIGTERM wait until the folder has its record and is this run's to clean up
@@ -281,15 +282,11 @@ def wideml_record(folder: str | os.PathLike) -> dict | None:
         return None
     if name != folder.name or not isinstance(record.get("pid"), int) or not _kind_fits(record.get("kind"), name):
         return None
-    from wideml.runtime.owner_key import verify
-
     return record if verify(record) else None
 
 
 def _kind_fits(kind, name: str) -> bool:
     """Whether a record's ``kind`` is what a folder called ``name`` is for (a name wideml does not give: any kind)."""
-    from wideml.runtime.owned_names import is_aside_name, is_checkpoint_name, is_work_folder_name
-
     if is_aside_name(name):
         return kind in ("partial", "old")
     if is_work_folder_name(name):

@@ -9,9 +9,13 @@ clean-up first calls :func:`wait_for_running_tasks`.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 import time
+
+import dask.config
+import dask.threaded as threaded
 
 
 #: Whether a clean-up may cancel every future of the active client (set by the CLI, which owns its client;
@@ -31,10 +35,6 @@ def _stop_local_pools() -> None:
     The pools are dropped from dask's registry afterwards, so the next
     threaded computation starts a fresh one.
     """
-    try:
-        import dask.threaded as threaded
-    except ImportError:  # pragma: no cover - dask is a dependency
-        return
     current = threading.current_thread()
     lock = getattr(threaded, "pools_lock", None)
     if lock is None:
@@ -53,8 +53,6 @@ def _stop_local_pools() -> None:
 
 def _active_client():
     """The dask.distributed client computations go to (the configured scheduler, else the default client), or None."""
-    import dask.config
-
     scheduler = dask.config.get("scheduler", None)
     if hasattr(scheduler, "processing") and hasattr(scheduler, "cancel"):
         return scheduler
@@ -108,8 +106,6 @@ def _wait_for_zarr_io(timeout: float) -> None:
         return
     if loop is None or not loop.is_running():
         return
-    import asyncio
-
     async def drain() -> None:
         me = asyncio.current_task()
         others = [task for task in asyncio.all_tasks() if task is not me]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from wideml.exceptions import ConfigError
+from wideml.runtime.addresses import check_address
 
 
 def security_for(spec: str):
@@ -18,7 +19,7 @@ def security_for(spec: str):
     ConfigError
         For a ``tls://`` address when dask's config names no CA file or no client certificate.
     """
-    from distributed.security import Security
+    from distributed.security import Security  # heavy (most of a second): only when connecting
 
     security = Security()
     if spec.startswith("tls://") and not (security.tls_ca_file and security.tls_client_cert):
@@ -38,9 +39,7 @@ def connect(spec: str):
     ConfigError
         If the address is malformed, TLS settings are missing, or no scheduler answers.
     """
-    from distributed import Client
-
-    from wideml.runtime.scheduler import check_address
+    from distributed import Client  # heavy (most of a second): only when connecting
 
     check_address(spec)
     security = security_for(spec)

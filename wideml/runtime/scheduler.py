@@ -1,14 +1,30 @@
-"""Choose where dask graphs run: threads, processes, a LocalCluster or a remote scheduler."""
+"""Choose where dask graphs run: threads, processes, a LocalCluster or a remote scheduler.
+
+:func:`active_client` (from :mod:`wideml.runtime.client`) and :func:`check_address` (from
+:mod:`wideml.runtime.addresses`) are importable from here too; they live in those leaves so the
+config checks and the compute entry point can use them without importing the scheduler choice.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
+import os
 import re
+import sys
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 
 import dask
 
 from wideml.exceptions import ConfigError
+from wideml.runtime.addresses import check_address
+from wideml.runtime.client import LOCAL_SCHEDULERS, active_client
+from wideml.runtime.config import config_value, thread_count
+from wideml.runtime.local_cluster import check_worker_count, start_local_cluster
+from wideml.runtime.progress import progress_enabled
+from wideml.runtime.remote import connect
+
 
 SCHEDULER_HELP = "threads, processes, sync, local:N (a LocalCluster of N workers on 127.0.0.1), tcp://HOST:PORT or tls://HOST:PORT"
 _LOCAL = re.compile(r"^local:(\d+)$")
@@ -36,15 +52,9 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
     str
         The resolved scheduler name.
     """
-    from wideml.runtime.config import config_value
-
     spec = str(spec or config_value("scheduler")).strip()
     if spec == "processes":
         # one worker pool for the whole block (dask would otherwise start a new pool per compute)
-        import multiprocessing
-        import os
-        from concurrent.futures import ProcessPoolExecutor
-
         with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")) as pool, \
                 dask.config.set(scheduler="processes", pool=pool):
             yield spec
@@ -59,16 +69,12 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
         n_workers = int(match.group(1))
         if n_workers < 1:
             raise ConfigError(f"scheduler {spec!r} asks for no workers; use local:N with N >= 1.")
-        from wideml.runtime.local_cluster import check_worker_count, start_local_cluster
-
         check_worker_count(n_workers, spec)  # before any process starts
 
         with start_local_cluster(n_workers) as client, dask.config.set(scheduler=client):
             yield spec
         return
     if spec.startswith(("tcp://", "tls://", "inproc://")):
-        from wideml.runtime.remote import connect
-
         client = connect(spec)
         try:
             with dask.config.set(scheduler=client):
@@ -77,63 +83,6 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
             client.close()
         return
     raise ConfigError(f"unknown scheduler {spec!r}; use {SCHEDULER_HELP}.")
-
-
-_ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(\d+)/?$")
-
-
-def check_address(spec: str) -> None:
-    """Refuse a scheduler address that is not ``tcp://HOST:PORT`` (or tls://, inproc://) with one sentence.
-
-    Raises
-    ------
-    ConfigError
-        If the host or the port is missing or malformed.
-    """
-    if spec.startswith("inproc://"):
-        return
-    match = _ADDRESS.match(spec)
-    if match is None:
-        scheme, _, rest = spec.partition("://")
-        hint = f"{scheme}://HOST:PORT, e.g. {scheme}://127.0.0.1:8786 ('dask scheduler' listens on port 8786 by default)"
-        if rest and ":" not in rest.strip("[]"):
-            raise ConfigError(f"scheduler address {spec!r} has no port; write it as {hint}.")
-        raise ConfigError(f"scheduler address {spec!r} is not of the form {hint}.")
-    if not 0 < int(match.group(3)) < 65536:
-        raise ConfigError(f"scheduler address {spec!r} has port {match.group(3)}, outside 1-65535; check the address.")
-
-
-def active_client():
-    """The dask.distributed client wideml computes on, or None for the local schedulers.
-
-    An explicit local choice wins: when dask's ``scheduler`` setting names a
-    local scheduler (``threads``, ``sync``, ``processes``, e.g. from
-    :func:`use_scheduler`), a default ``distributed.Client`` is ignored. Inside
-    a dask.distributed worker task the answer is always None: nested work runs
-    in that task (:mod:`wideml.runtime.nested`), never on the cluster it
-    belongs to.
-    """
-    from wideml.runtime.nested import in_worker_task
-
-    if in_worker_task():
-        return None
-    scheduler = dask.config.get("scheduler", None)
-    if scheduler is not None and type(scheduler).__name__ == "Client":
-        return scheduler
-    if isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS:
-        return None
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
-
-
-#: dask's names of the schedulers that run in this process (or its own process pool).
-LOCAL_SCHEDULERS = frozenset(
-    {"threads", "threading", "sync", "synchronous", "single-threaded", "processes", "multiprocessing"}
-)
 
 
 def describe_scheduler() -> str:
@@ -146,8 +95,6 @@ def describe_scheduler() -> str:
         or ``"ADDRESS (W workers, T threads)"`` for a dask.distributed cluster
         (with its dashboard link when one is running).
     """
-    import os
-
     client = active_client()
     if client is not None:
         try:
@@ -165,8 +112,6 @@ def describe_scheduler() -> str:
         pool = dask.config.get("pool", None)
         count = getattr(pool, "_max_workers", None) or os.cpu_count() or 1
         return f"processes ({count} processes)"
-    from wideml.runtime.config import thread_count
-
     return f"threads ({thread_count()} threads)"
 
 
@@ -185,9 +130,9 @@ def announce_scheduler(explicit: bool = False) -> None:
     explicit : bool, default False
         The user named the scheduler.
     """
-    import sys
-
-    from wideml.runtime.compute import _progress_enabled
-
-    if explicit or active_client() is not None or _progress_enabled():
+    if explicit or active_client() is not None or progress_enabled():
         print(f"wideml: scheduler {describe_scheduler()}", file=sys.stderr)
+
+
+__all__ = ["LOCAL_SCHEDULERS", "SCHEDULER_HELP", "active_client", "announce_scheduler", "check_address",
+           "describe_scheduler", "use_scheduler"]

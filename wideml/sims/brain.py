@@ -19,8 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.ndimage import gaussian_filter
 
 from wideml.exceptions import WidemlError
+
 
 #: Default region centres in MNI millimetres: left precentral gyrus, right lateral occipital cortex, anterior cingulate.
 DEFAULT_CENTRES_MM = ((-38.0, -20.0, 54.0), (34.0, -82.0, 4.0), (2.0, 30.0, 24.0))
@@ -64,8 +66,6 @@ class BrainSimulation:
 
     def subject(self, index: int, group: int) -> np.ndarray:
         """The float32 volume of subject ``index`` (grid-shaped; 0 outside the mask)."""
-        from scipy.ndimage import gaussian_filter
-
         rng = np.random.default_rng([self.seed, int(index)])
         noise = rng.standard_normal(self.mask.shape, dtype=np.float32)
         sigma_vox = [float(self.sigma_mm) / float(z) for z in self.zooms]

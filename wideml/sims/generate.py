@@ -15,10 +15,16 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
+from wideml._version import __version__
 from wideml.exceptions import WidemlError
+from wideml.runtime import compute
+from wideml.runtime.client import active_client
+from wideml.runtime.config import memory_limit_bytes
 from wideml.sims import rng
 from wideml.sims.registry import get_setting
 from wideml.sims.setting import Samples, Setting, SimContext
+from wideml.storage import create_store
+from wideml.storage.writer import default_feature_chunk as store_default
 
 
 def _resolve(name: str, n_samples, n_features, seed, params: dict[str, Any]) -> tuple[Setting, dict, int, int, int]:
@@ -73,8 +79,6 @@ def _float_dtype(dtype: Any) -> np.dtype:
 
 def default_feature_chunk(n: int, p: int, itemsize: int) -> int:
     """The store's default chunk width (config ``chunk-size``) in whole generation tiles (at least one)."""
-    from wideml.storage.writer import default_feature_chunk as store_default
-
     fc = store_default(n, p, itemsize)
     if fc >= p:
         return p
@@ -202,10 +206,6 @@ def _write_task(block_info=None, *, ref, width, setting, n, p, seed, params_key,
 
 
 def _write_all(writer, name: str, n: int, p: int, seed: int, key: str, dt: np.dtype, label: str) -> None:
-    from wideml.runtime import compute
-    from wideml.runtime.config import memory_limit_bytes
-    from wideml.runtime.scheduler import active_client
-
     width = int(writer.chunks[1])
     n_chunks = -(-p // width)
     kwargs = _task_kwargs(name, n, p, seed, key, dt)
@@ -278,9 +278,6 @@ def simulate_to_store(
         ``path``. X has shape (n_samples, n_features); y holds the labels; the
         ``source`` attribute records the setting, seed and parameters.
     """
-    from wideml._version import __version__
-    from wideml.storage import create_store
-
     setting, params, n, p, seed = _resolve(name, n_samples, n_features, seed, params)
     dt = _float_dtype(dtype)
     key = _params_key(params)

@@ -23,7 +23,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from wideml.exceptions import StoreError
+from wideml.runtime.cluster_check import require_directory
 from wideml.runtime.owned_names import NAME_MAX, aside_name, is_aside_name
+from wideml.runtime.ownership import RUN_ID, candidates, claim, create_claimed, describe_owner, verdict, wideml_record
+from wideml.runtime.preflight import disk_full_error, is_disk_full, require_free_space, require_writable
+from wideml.runtime.quiesce import wait_for_running_tasks
+from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
+from wideml.storage.output_marks import made_by_wideml, mark, why_not_replaced
 
 
 def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
@@ -33,8 +39,6 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
     symbolic link, is never replaced, whatever ``overwrite`` says. A name
     longer than the filesystem allows is one sentence too.
     """
-    from wideml.storage.output_marks import made_by_wideml, why_not_replaced
-
     path = Path(path)
     try:
         exists = os.path.lexists(path)
@@ -58,8 +62,6 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
 
 def remove_path(path: Path) -> None:
     """Remove a file or folder; a folder's owner file goes last, and a signal cannot stop it half way."""
-    from wideml.runtime.removal import remove_tree
-
     path = Path(path)
     if path.is_dir() and not path.is_symlink():
         remove_tree(path)
@@ -74,9 +76,6 @@ def is_scratch_name(name: str) -> bool:
 
 def _owned_folder(parent: Path, name: str, kind: str) -> Path:
     """Create ``parent/.name.wideml-KIND-TOKEN`` with this process's owner record; removed if the run is interrupted."""
-    from wideml.runtime.ownership import create_claimed
-    from wideml.runtime.removal import register_scratch
-
     for _ in range(10):
         folder = parent / aside_name(name, kind)
         try:
@@ -96,8 +95,6 @@ def _owned_folder(parent: Path, name: str, kind: str) -> Path:
 
 def _require_no_other_writer(path: Path) -> None:
     """Refuse when another running wideml process is writing the output ``path`` (its ``.NAME.wideml-partial-*`` folder)."""
-    from wideml.runtime.ownership import RUN_ID, candidates, describe_owner, verdict, wideml_record
-
     prefix = aside_name(path.name, "partial").rsplit("-", 1)[0] + "-"  # ".NAME.wideml-partial-"
     for folder in candidates(path.parent, lambda n: n.startswith(prefix) and is_aside_name(n)):
         record = wideml_record(folder)
@@ -107,8 +104,6 @@ def _require_no_other_writer(path: Path) -> None:
 
 
 def _drop(folder: Path) -> None:
-    from wideml.runtime.removal import unregister_scratch
-
     remove_path(folder)
     unregister_scratch(folder)
 
@@ -140,9 +135,6 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
         StoreError naming the folder; nothing is kept.
     """
     path = Path(os.path.abspath(check_output(path, overwrite)))  # the graphs writing into tmp never carry a relative path
-    from wideml.runtime.cluster_check import require_directory
-    from wideml.runtime.preflight import disk_full_error, is_disk_full, require_free_space, require_writable
-
     if workers_write:
         require_directory(path.parent, "the output folder")  # on a dask cluster, workers write the output's chunks
     require_writable(path.parent, "the output folder")
@@ -155,8 +147,6 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
     try:
         yield tmp
     except BaseException as exc:
-        from wideml.runtime.quiesce import wait_for_running_tasks
-
         wait_for_running_tasks()
         _drop(aside)
         if is_disk_full(exc) and not isinstance(exc, KeyboardInterrupt):
@@ -166,8 +156,6 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
         if os.path.lexists(path) and not overwrite:
             raise StoreError(f"output {str(path)!r} appeared while this run was writing it (another program or run made it); "
                              "nothing was replaced: pass --overwrite (overwrite=True) to replace it, or choose another output.")
-        from wideml.storage.output_marks import made_by_wideml, mark, why_not_replaced
-
         if os.path.lexists(path) and not made_by_wideml(path):  # it changed while this run wrote
             raise StoreError(why_not_replaced(path))
         mark(tmp, path.name)
@@ -182,8 +170,5 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
         _drop(aside)
     if is_scratch_name(path.name) and path.is_dir():
         # an intermediate store (e.g. rechunk's first stage) is itself a leftover if the run dies
-        from wideml.runtime.ownership import claim
-        from wideml.runtime.removal import register_scratch
-
         register_scratch(path)
         claim(path, "partial", made_here=True)

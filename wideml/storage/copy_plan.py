@@ -12,9 +12,12 @@ import os
 import warnings
 from dataclasses import dataclass
 
+import dask
 import numpy as np
 
 from wideml.exceptions import PerformanceWarning, WidemlError
+from wideml.runtime.client import active_client
+from wideml.runtime.config import memory_limit_bytes, parse_bytes
 
 
 # --------------------------------------------------------------------------- budget
@@ -22,8 +25,6 @@ from wideml.exceptions import PerformanceWarning, WidemlError
 
 def resolve_budget(memory_limit: int | str | None) -> int:
     """The memory budget in bytes: ``memory_limit`` or config ``wideml.memory-limit``."""
-    from wideml.runtime.config import memory_limit_bytes, parse_bytes
-
     if memory_limit is None:
         return memory_limit_bytes()
     return parse_bytes(memory_limit, "memory_limit")
@@ -31,10 +32,6 @@ def resolve_budget(memory_limit: int | str | None) -> int:
 
 def concurrency(local: bool = False) -> int:
     """How many copy tasks run at once on the active scheduler (threads per worker on a cluster)."""
-    import dask
-
-    from wideml.runtime.scheduler import active_client
-
     client = None if local else active_client()
     if client is not None:
         try:

@@ -11,14 +11,22 @@ from pathlib import Path
 from typing import Any
 
 import dask.array as da
+import h5py
 import numpy as np
 
 from wideml.exceptions import PerformanceWarning, StoreError
 from wideml.storage import schema
 from wideml.storage.integrity import check_hdf5_complete
 from wideml.storage.reader import DIRECT_READERS, HDF5Reader, ZarrReader
-from wideml.storage.spatial import MASK_NAME, check_spatial_record
-from wideml.storage.store_checks import check_attrs, check_x_meta, check_zarr_chunks, checked_feature_shape, read_zarr_attrs, zarr_call
+from wideml.storage.spatial import MASK_NAME, SPATIAL_ATTR, check_spatial_record, describe_line, read_spatial
+from wideml.storage.store_checks import (
+    check_attrs,
+    check_x_meta,
+    check_zarr_chunks,
+    checked_feature_shape,
+    read_zarr_attrs,
+    zarr_call,
+)
 
 
 @dataclass(frozen=True)
@@ -82,14 +90,10 @@ class FeatureStore:
         affine, header fields and, for a masked store, the boolean mask
         (feature ``j`` is the ``j``-th voxel of the mask in C order).
         """
-        from wideml.storage.spatial import SPATIAL_ATTR, read_spatial
-
         if self.attrs.get(SPATIAL_ATTR) is None:
             return None
         where = f"the store at {self.path}"
         if self.format == "hdf5":
-            import h5py
-
             with h5py.File(self.path, "r") as handle:
                 return read_spatial(handle, self.attrs, where)
         import zarr
@@ -166,8 +170,6 @@ def format_summary(info: dict[str, Any]) -> str:
     if info["feature_shape"]:
         lines.append(f"feature     shape {tuple(info['feature_shape'])}")
     if info.get("spatial"):
-        from wideml.storage.spatial import describe_line
-
         lines.append(f"space       {describe_line(info['spatial'])}")
     if "missing_chunks" in info:
         present = ("missing chunks of X read as the fill value (the store says so: missing_chunks = 'fill')"
@@ -221,8 +223,6 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         keys = zarr_call(path, lambda: set(group.array_keys()))
         get = lambda name: zarr_call(path, lambda: group[name])  # noqa: E731
     else:
-        import h5py
-
         try:
             handle = h5py.File(path, "r")
         except OSError:

@@ -24,6 +24,12 @@ import json
 import os
 from pathlib import Path
 
+import h5py
+
+from wideml.runtime.owner_key import sign, verify
+from wideml.storage.schema import FEATURE_STORE_SCHEMA, MODEL_SCHEMA
+
+
 #: The extended attribute that marks an output wideml wrote.
 OUTPUT_XATTR = "user.wideml.output"
 _MARKER = "wideml-output/1"
@@ -34,8 +40,6 @@ def mark(path: str | os.PathLike, name: str | None = None) -> bool:
 
     Returns whether the mark was written (False where the filesystem keeps no extended attributes).
     """
-    from wideml.runtime.owner_key import sign
-
     path = Path(path)
     value = sign({"wideml": _MARKER, "name": name or path.name})
     if "signature" not in value:
@@ -48,8 +52,6 @@ def mark(path: str | os.PathLike, name: str | None = None) -> bool:
 
 
 def _marked(path: Path) -> bool:
-    from wideml.runtime.owner_key import verify
-
     try:
         value = json.loads(os.getxattr(path, OUTPUT_XATTR, follow_symlinks=False))
     except (OSError, ValueError, AttributeError):
@@ -75,8 +77,6 @@ def _zarr_schema(path: Path) -> str | None:
 
 def _hdf5_schema(path: Path) -> str | None:
     try:
-        import h5py
-
         with h5py.File(path, "r") as fh:
             raw = fh.attrs.get("wideml")
     except Exception:  # noqa: BLE001 - not an HDF5 file, or unreadable: nothing proven
@@ -90,8 +90,6 @@ def _hdf5_schema(path: Path) -> str | None:
 
 def made_by_wideml(path: str | os.PathLike) -> bool:
     """Whether the existing output ``path`` is provably wideml's (see the module's docstring); never for a link."""
-    from wideml.storage.schema import FEATURE_STORE_SCHEMA, MODEL_SCHEMA
-
     path = Path(path)
     if path.is_symlink() or not path.exists():
         return False

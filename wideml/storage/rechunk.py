@@ -44,9 +44,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import dask
 import numpy as np
+from dask.diagnostics import ProgressBar
 
 from wideml.exceptions import PerformanceWarning, WidemlError
+from wideml.runtime import compute
+from wideml.runtime.owned_names import aside_name
+from wideml.runtime.progress import progress_enabled
 from wideml.storage import schema
 from wideml.storage.atomic import check_output, remove_path
 from wideml.storage.copy_plan import (
@@ -59,6 +64,9 @@ from wideml.storage.copy_plan import (
     task_budget,
     task_cost,
 )
+from wideml.storage.featurestore import open_store
+from wideml.storage.reader import HDF5Reader, ZarrReader
+from wideml.storage.writer import create_store, default_feature_chunk, open_x_for_write
 
 
 # --------------------------------------------------------------------------- execution
@@ -70,8 +78,6 @@ MAX_TASKS = 64
 
 def _open_target(target):
     if isinstance(target, str):
-        from wideml.storage.writer import open_x_for_write
-
         return open_x_for_write(target)
     return target
 
@@ -101,16 +107,8 @@ def run_tasks(tasks: Sequence[Any], *, label: str, local: bool) -> list:
     if not tasks:
         return []
     if not local:
-        from wideml.runtime import compute
-
         return list(compute(*tasks, label=label))
-    import dask
-
-    from wideml.runtime.compute import _progress_enabled
-
-    if _progress_enabled():
-        from dask.diagnostics import ProgressBar
-
+    if progress_enabled():
         print(f"[wideml] {label}", file=sys.stderr)
         with ProgressBar(out=sys.stderr, dt=0.5):
             return list(dask.compute(*tasks, scheduler="threads"))
@@ -136,8 +134,6 @@ def task_groups(boxes: list, local: bool) -> list[list]:
 
 def copy_stage(reader, target, shape, region, dtype, *, label: str, local: bool, cast=None) -> None:
     """Copy all of ``reader`` (shape ``shape``) into ``target``, tiled by ``region``, in at most ``MAX_TASKS`` tasks."""
-    import dask
-
     dtype = np.dtype(dtype)
     token = uuid.uuid4().hex[:8]
     tasks = [
@@ -154,8 +150,6 @@ def writer_target(writer):
 
 def choose_feature_chunk(n: int, p: int, itemsize: int, rows: int, budget: int, feature_chunk: int | None) -> int:
     """Features per output chunk: ``feature_chunk``, else config ``chunk-size`` capped so a chunk fits ``budget``."""
-    from wideml.storage.writer import default_feature_chunk
-
     if feature_chunk is not None:
         fc = int(feature_chunk)
         if fc < 1:
@@ -167,8 +161,6 @@ def choose_feature_chunk(n: int, p: int, itemsize: int, rows: int, budget: int, 
 
 def temp_sibling(out: str | os.PathLike, tag: str) -> Path:
     """A hidden temporary store path beside ``out`` (removed by the caller)."""
-    from wideml.runtime.owned_names import aside_name
-
     out = Path(out)
     return out.with_name(aside_name(out.name, "partial", tag))
 
@@ -223,9 +215,6 @@ def copy_to_store(
     -------
     Path
     """
-    from wideml.storage.reader import ZarrReader
-    from wideml.storage.writer import create_store
-
     check_output(out, overwrite)
     n, p = int(shape[0]), int(shape[1])
     dtype = np.dtype(dtype)
@@ -259,8 +248,6 @@ def copy_to_store(
 
 def store_reader(store):
     """A picklable block reader over the X of an open :class:`~wideml.storage.featurestore.FeatureStore`."""
-    from wideml.storage.reader import HDF5Reader, ZarrReader
-
     if store.format == "zarr":
         return ZarrReader(str(store.path), schema.X_NAME, store.X.shape, store.dtype, store.stored_chunks,
                           missing=store.missing_chunks)
@@ -318,8 +305,6 @@ def rechunk(
     stripe covering whole source chunks fits the budget, else two passes via an
     intermediate store beside ``dst``.
     """
-    from wideml.storage.featurestore import open_store
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PerformanceWarning)  # rechunking is the fix the warning asks for
         store = open_store(src)

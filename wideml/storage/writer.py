@@ -7,26 +7,28 @@ import os
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 
 from wideml._version import __version__
 from wideml.exceptions import WidemlError
+from wideml.runtime.config import config_bool, config_value, parse_bytes
 from wideml.storage import schema
 from wideml.storage.atomic import atomic_output
+from wideml.storage.casts import check_cast_dtypes, checked_cast
+from wideml.storage.featurestore import _labels_array
+from wideml.storage.labels import normalise_labels
+from wideml.storage.spatial import SPATIAL_ATTR, write_spatial
 
 
 def default_feature_chunk(n_samples: int, n_features: int, itemsize: int, target_bytes: int | None = None) -> int:
     """Features per chunk so a full-height chunk holds about ``target_bytes`` (config ``chunk-size``)."""
     if target_bytes is None:
-        from wideml.runtime.config import config_value, parse_bytes
-
         target_bytes = parse_bytes(config_value("chunk-size"), "chunk-size")
     return int(max(1, min(n_features, target_bytes // max(1, n_samples * itemsize))))
 
 
 def _compressor_for(name: str | None):
-    from wideml.runtime.config import config_value
-
     name = (name or config_value("compressor") or "none").lower()
     if name == "none":
         return None
@@ -41,8 +43,6 @@ def checksum_enabled(checksum: bool | None = None) -> bool:
     """``checksum``, or config ``wideml.checksum`` when None (true/false, yes/no, on/off, 1/0)."""
     if checksum is not None:
         return bool(checksum)
-    from wideml.runtime.config import config_bool
-
     return config_bool("checksum")
 
 
@@ -66,8 +66,6 @@ def check_labels(y, n_samples: int, *, min_classes: int = 2, what: str = "labels
     (:func:`wideml.storage.labels.normalise_labels`), so they round-trip
     through fit, save, load and predict unchanged.
     """
-    from wideml.storage.labels import normalise_labels
-
     y = normalise_labels(y, what)
     if y.ndim != 1:
         raise WidemlError(f"{what} must be 1-D (one label per sample), got shape {y.shape}; flatten them.")
@@ -108,8 +106,6 @@ class StoreWriter:
         would change values (:func:`wideml.storage.casts.checked_cast`)
         unless the writer was created with ``allow_lossy_cast=True``.
         """
-        from wideml.storage.casts import checked_cast
-
         block = checked_cast(block, self._x.dtype, source="X", allow_lossy=self.allow_lossy_cast,
                              row0=sample_start, col0=feature_start)
         r1, c1 = sample_start + block.shape[0], feature_start + block.shape[1]
@@ -255,8 +251,6 @@ def create_store(
             smalls[schema.Y_NAME] = y
         for name, arr, length in ((schema.SAMPLE_IDS_NAME, sample_ids, n_samples), (schema.FEATURE_IDS_NAME, feature_ids, n_features)):
             if arr is not None:
-                from wideml.storage.featurestore import _labels_array
-
                 arr = _labels_array(arr)
                 if arr.shape != (length,):
                     raise WidemlError(f"{name} has {arr.shape[0] if arr.ndim else 0} entries, expected {length}; give one id each.")
@@ -266,8 +260,6 @@ def create_store(
 
             group = zarr.create_group(store=str(tmp), zarr_format=3)
             if spatial is not None:
-                from wideml.storage.spatial import SPATIAL_ATTR, write_spatial
-
                 attrs[SPATIAL_ATTR] = write_spatial(group, spatial)
             group.attrs[schema.ATTRS_KEY] = attrs
             codecs = [c for c in (_compressor_for(compressor),) if c is not None]
@@ -286,12 +278,8 @@ def create_store(
                 a[:] = arr
             handle = group
         else:
-            import h5py
-
             handle = h5py.File(tmp, "w")
             if spatial is not None:
-                from wideml.storage.spatial import SPATIAL_ATTR, write_spatial
-
                 attrs[SPATIAL_ATTR] = write_spatial(handle, spatial)
             handle.attrs[schema.ATTRS_KEY] = json.dumps(attrs)
             comp = None if (compressor or "none") == "none" else "gzip"
@@ -352,8 +340,6 @@ def write_store(
         raise WidemlError(f"X has dtype {src_dtype}, which is not numeric; give floats or integers.")
     dtype = np.dtype(dtype) if dtype is not None else (src_dtype if src_dtype.kind == "f" else np.dtype("float32") if src_dtype.itemsize <= 2 else np.dtype("float64"))
     n, p = int(shape[0]), int(shape[1])
-    from wideml.storage.casts import check_cast_dtypes
-
     check_cast_dtypes(src_dtype, dtype, "X", allow_lossy_cast)
     writer = create_store(path, n_samples=n, n_features=p, y=y, dtype=dtype, feature_chunk=feature_chunk,
                           sample_chunk=sample_chunk, overwrite=overwrite, allow_lossy_cast=allow_lossy_cast, **kwargs)
