@@ -22,7 +22,8 @@ if TYPE_CHECKING:  # for type checkers and the import contract (import-linter se
     from wideml.inputs.images import images_to_array
     from wideml.models.persistence import load_model, save_model
     from wideml.maps import write_maps
-    from wideml.storage import create_store, open_store, write_store
+    from wideml.runtime.settings import config
+    from wideml.storage import FeatureStore, create_store, open_store, write_store
     from wideml.sources.ingest import ingest
     from wideml.storage.layout import ignore_feature_layout
     from wideml.storage.rechunk import rechunk
@@ -30,6 +31,8 @@ if TYPE_CHECKING:  # for type checkers and the import contract (import-linter se
 #: Where each public name lives: imported on first use (PEP 562), so ``import wideml`` (and the console
 #: script's ``wideml.cli.entry``, which must handle Ctrl-C before numpy, dask and scikit-learn load) stays cheap.
 _LAZY = {
+    "config": "wideml.runtime.settings",
+    "FeatureStore": "wideml.storage",
     "create_store": "wideml.storage",
     "open_store": "wideml.storage",
     "write_store": "wideml.storage",
@@ -79,12 +82,14 @@ __all__ = [
     "KernelLOL",
     "KernelPCA",
     "cross_validate_encoder",
+    "FeatureStore",
     "LFL",
     "LOL",
     "PCA",
     "RRLDA",
     "EmbeddingClassifier",
     "__version__",
+    "config",
     "create_store",
     "ignore_feature_layout",
     "images_to_array",

@@ -132,6 +132,11 @@ def ignore_feature_layout():
 
     Use it only when you know the new data's features are the training features in the training order
     (e.g. a store whose ``feature_ids`` were renamed); otherwise the predictions are wrong.
+
+    Returns
+    -------
+    dask.config.set
+        The setting ``wideml.check-feature-layout = False``, undone when the ``with`` block ends.
     """
     import dask.config
 
