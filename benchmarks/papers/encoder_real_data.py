@@ -46,7 +46,8 @@ from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
 from wideml.datasets import load_cora, load_yale_b
-from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validate_encoder
+from wideml.estimators.encoder.cv import cross_validate_encoder
+from wideml.estimators.encoder.estimator import EncoderClassifier
 
 HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 #: The paper's Table 1 (error %, ± sd; time, ± sd).

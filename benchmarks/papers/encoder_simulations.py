@@ -59,7 +59,8 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
-from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validate_encoder
+from wideml.estimators.encoder.cv import cross_validate_encoder
+from wideml.estimators.encoder.estimator import EncoderClassifier
 from wideml.runtime import compute
 from wideml.sims import simulate
 

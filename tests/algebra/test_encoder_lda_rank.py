@@ -19,7 +19,8 @@ from sklearn.model_selection import StratifiedKFold
 
 from wideml.algebra import encoder as alg
 from wideml.estimators.encoder.fit import _lda, _proba
-from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validate_encoder
+from wideml.estimators.encoder.cv import cross_validate_encoder
+from wideml.estimators.encoder.estimator import EncoderClassifier
 from wideml.runtime import compute
 from wideml.sims import simulate
 

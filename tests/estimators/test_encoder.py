@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validate_encoder
+from wideml.estimators.encoder.cv import cross_validate_encoder
+from wideml.estimators.encoder.estimator import EncoderClassifier
 from wideml.exceptions import WidemlError
 from wideml.storage import open_store, write_store
 from wideml.models.persistence import load_model, save_model

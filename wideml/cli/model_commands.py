@@ -331,7 +331,7 @@ def run_cv(args: argparse.Namespace) -> int:
     _check_folds(args.folds, store.y)
     estimators = {name: _cv_projector(m, args, store) for name, m in methods.items() if m.gram_based}
     for name in other:  # parameters of every method checked before any pass
-        _build(name, args, store.n_samples)._validate_parameters()
+        _build(name, args, store.n_samples).validate_parameters()
     from wideml.runtime.checkpoint import resumable
 
     with resumable(_cv_work_folder(args), resume=not args.no_resume):
@@ -386,7 +386,7 @@ def _cv_projector(method, args, store):
     if args.max_dim is None:
         n, K = store.n_samples, len(np.unique(store.y))
         n_train = n - -(-n // args.folds) - K  # smallest stratified training fold, with a margin for rounding per class
-        est.set_params(n_components=max(1, min(DEFAULT_MAX_DIM, est._component_bound(n_train, K, store.n_features))))
+        est.set_params(n_components=max(1, min(DEFAULT_MAX_DIM, est.component_bound(n_train, K, store.n_features))))
     return est
 
 
@@ -395,7 +395,7 @@ def _cv_other(names: list[str], store, args) -> dict:
     results = {}
     for name in names:
         if name == "encoder":
-            from wideml.estimators.encoder.estimator import cross_validate_encoder
+            from wideml.estimators.encoder.cv import cross_validate_encoder
 
             res = cross_validate_encoder(store, cv=args.folds, random_state=args.seed)
             errors = np.asarray(res.get("fold_errors", res.get("errors", [])), dtype=float)

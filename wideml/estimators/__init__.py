@@ -2,7 +2,8 @@
 
 from wideml.estimators.classifier import EmbeddingClassifier
 from wideml.estimators.gram.cv import CVReport, DimensionCV, cross_validate_dims
-from wideml.estimators.encoder.estimator import EncoderClassifier, cross_validate_encoder
+from wideml.estimators.encoder.cv import cross_validate_encoder
+from wideml.estimators.encoder.estimator import EncoderClassifier
 from wideml.estimators.kernel.kernel_lol import KernelLOL
 from wideml.estimators.kernel.kpca import KernelPCA
 from wideml.estimators.kernel.kpca_trick import KPCATrick

@@ -8,7 +8,7 @@ import numpy as np
 from wideml.exceptions import WidemlError
 from wideml.inputs.external import absolute_zarr, h5py_as_dask
 from wideml.inputs.zarr_chunks import check_dask_zarr_chunks, check_zarr_chunks
-from wideml.inputs.zarr_raw import only_zarr_read, raw_view
+from wideml.inputs.zarr_raw import only_zarr_read, opened_absolute, raw_view
 from wideml.storage.featurestore import FeatureStore
 from wideml.storage.writer import default_feature_chunk
 
@@ -46,7 +46,8 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
         if z is not None:
             widths = X.chunks[1]
             regular = all(w == widths[0] for w in widths[:-1]) and widths[-1] <= widths[0]
-            view = raw_view(absolute_zarr(z), int(widths[0])) if regular else None
+            # only an array opened by absolute path: a relative one stays the user's graph (refused on a cluster)
+            view = raw_view(z, int(widths[0])) if regular and opened_absolute(z) else None
             if view is not None:
                 return view
         return X

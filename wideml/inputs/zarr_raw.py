@@ -81,6 +81,12 @@ def raw_view(X: Any, feature_chunk: int) -> da.Array | None:
     return Xd
 
 
+def opened_absolute(X: Any) -> bool:
+    """Whether the zarr array ``X`` is on a local folder it was opened at by absolute path."""
+    location = zarr_location(X)
+    return location is not None and os.path.isabs(location[0])
+
+
 _GETTERS = (getter, getter_nofancy, getter_inline)
 
 
@@ -110,4 +116,4 @@ def only_zarr_read(X: da.Array) -> Any:
     return z
 
 
-__all__ = ["PlainZarrReader", "only_zarr_read", "plain_reader", "raw_view"]
+__all__ = ["PlainZarrReader", "only_zarr_read", "opened_absolute", "plain_reader", "raw_view"]

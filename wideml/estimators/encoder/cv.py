@@ -30,6 +30,7 @@ from wideml.estimators.encoder.fit import (
     rank_passes,
 )
 from wideml.runner.fit_runner import FitPasses
+from wideml.estimators.encoder.estimator import EncoderClassifier
 from wideml.inputs.door import fit_input
 from wideml.estimators.params import CV_FOLDS, NONE, SEED, check_parameters
 from wideml.exceptions import WidemlError
@@ -79,8 +80,6 @@ def cross_validate_encoder(
         (kernel -> per-fold test error of that kernel alone), ``n_folds``,
         ``n_passes``, ``kernels``, ``selection``, ``spearman_mode``.
     """
-    from wideml.estimators.encoder.estimator import EncoderClassifier
-
     check_parameters("cross_validate_encoder", {"cv": cv, "random_state": random_state}, {"cv": CV_FOLDS, "random_state": [SEED, NONE]})
     est = EncoderClassifier(kernels, selection, baseline, switch_threshold, "fast", spearman, sketch_size, precision,
                             random_state if random_state is not None else 0)
@@ -106,25 +105,20 @@ def cross_validate_encoder(
     prec = _precision(precision, data.dtype)
     Xmem = data.numpy_X
     need_sq = _needs_row_norms(kernels, selection)
-    session = None
-    if Xmem is None:  # a store's X: resumable inside a resumable run (`wideml cv` opens one)
-        session = _resume.begin_with(data, "cross_validate_encoder", dict(params, cv=_resume.digest(*[te for _, te in folds]))) \
-            or _resume.begun()
-    # checkpoints numbered from 500: a resumable `wideml cv` session may also hold a fit's passes 1, 2, ...
-    passes = FitPasses(None, 1 + rank_passes(plan, n), session, name="encoder cross-validation", first=500)
+    # a store's X is resumable inside a resumable run (`wideml cv` opens one); checkpoints numbered from 500:
+    # a resumable `wideml cv` session may also hold a fit's passes 1, 2, ...
+    passes = FitPasses.for_run("encoder cross-validation", "cross_validate_encoder",
+                               dict(params, cv=_resume.digest(*[te for _, te in folds])), data, 1 + rank_passes(plan, n), first=500,
+                               resumable=Xmem is None)
     stats = _class_stats(passes, data.dask_X, Xmem, W, sketch=sketch, keep=plan[0] == "exact", precision=prec, need_sq=need_sq,
-                         what=f"class statistics and X-to-U products of {len(folds)} folds",
-                         checkpoint=passes.checkpoint("encoder-cv-stats", W=_resume.digest(W), sketch=_resume.digest(sketch),
-                                                      need_sq=need_sq, precision=prec))
+                         what=f"class statistics and X-to-U products of {len(folds)} folds", kind="encoder-cv-stats")
     ranks = None
     loo = None
     if use_rank:
         if selection == "loo_cross_entropy" and len(kernels) > 1:
             loo = enc.LooSpec.from_sets(data.codes, K, plan_sets.sets[: len(folds)], counts)
-        rank_ck = passes.checkpoint("encoder-cv-ranks", stats=_resume.digest(stats.sketch), loo=loo is not None) \
-            if plan[0] == "approx" else None
         ranks, _ = _spearman_fit_passes(passes, data.dask_X, W, stats, plan, loo, n_write=0, out_group=None, Xmem=Xmem,
-                                        checkpoint=rank_ck)
+                                        kind="encoder-cv-ranks")
     n_passes = passes.record()
     fold_errors, selected, fold_scores = [], [], []
     kernel_errors: dict[str, list[float]] = {k: [] for k in kernels}

@@ -110,17 +110,16 @@ returns a JSON-serialisable dict. Every user error is a one-sentence
 Modules
 -------
 This module holds the estimator and its ``_fitted`` table (what a saved model
-keeps, :mod:`wideml.estimators.fitted`); its helpers live in
-``estimators/_encoder_data.py`` (embedding new data on a graph or directly on
-an in-memory array, the fitted arrays of the work group),
-``estimators/_encoder_fit.py`` (parameters, the LDA, the class-statistics and
-Spearman rank passes run by the fit's ``FitPasses``, kernel selection),
-``estimators/_encoder_fast.py`` (the fast form's fit and embedding of new
-data), ``estimators/_encoder_full.py`` (the full-kernel form),
-``estimators/_encoder_model.py`` (what the model keeps beyond the table: the
-LDA, a full-kernel model's training store) and ``estimators/_encoder_cv.py``
-(:func:`cross_validate_encoder`, re-exported here, its passes run by the same
-runner).
+keeps, :mod:`wideml.estimators.fitted`); its helpers live beside it in
+``estimators/encoder/``: ``data.py`` (embedding new data on a graph or directly
+on an in-memory array, the fitted arrays of the work group), ``fit.py``
+(parameters, the LDA, the class-statistics and Spearman rank passes run by the
+fit's ``FitPasses``, kernel selection), ``fast.py`` (the fast form's fit and
+embedding of new data), ``full.py`` (the full-kernel form), ``model_state.py``
+(what the model keeps beyond the table: the LDA, a full-kernel model's training
+store) and ``cv.py`` (:func:`~wideml.estimators.encoder.cv.cross_validate_encoder`,
+its passes run by the same runner). Those modules name the estimator through
+``types.py``, so none of them imports this one.
 """
 
 from __future__ import annotations
@@ -130,7 +129,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from wideml.runner import resume as _resume
-from wideml.estimators.encoder.cv import cross_validate_encoder
 from wideml.estimators.encoder.data import _feature_chunk
 from wideml.estimators.encoder.fast import fit_fast, transform_fast
 from wideml.estimators.encoder.fit import (
@@ -392,4 +390,4 @@ class EncoderClassifier(FittedState, CheckedParams, ClassifierMixin, Transformer
         return tags
 
 
-__all__ = ["EncoderClassifier", "cross_validate_encoder", "FORMS", "INNER_FOLDS", "PRECISIONS", "SELECTIONS", "SPEARMAN_MODES"]
+__all__ = ["EncoderClassifier", "FORMS", "INNER_FOLDS", "PRECISIONS", "SELECTIONS", "SPEARMAN_MODES"]

@@ -9,14 +9,11 @@ into the model's work group.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import dask.array as da
 import numpy as np
 
 from wideml.algebra import encoder as alg
-from wideml.runner import resume as _resume
-from wideml.estimators.encoder.data import _group_array, _lazy, _run
+from wideml.estimators.encoder.data import _group_array, _lazy
 from wideml.estimators.encoder.fit import (
     _baseline,
     _choose,
@@ -29,17 +26,16 @@ from wideml.estimators.encoder.fit import (
     _spearman_plan,
     rank_passes,
 )
-from wideml.runner.fit_runner import FitPasses
+from wideml.runner.fit_runner import FitPasses, run_new_data
 from wideml.passes import encoder as enc
 from wideml.passes.sampling import sampled_features_local, sampled_features_pass
+from wideml.passes.spec import Pass
 from wideml.runtime import compute
-
-if TYPE_CHECKING:
-    from wideml.inputs.door import FitInput
-    from wideml.estimators.encoder.estimator import EncoderClassifier
+from wideml.estimators.encoder.types import Encoder
+from wideml.inputs.door import FitInput
 
 
-def fit_fast(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -> None:
+def fit_fast(est: Encoder, data: FitInput, kernels: tuple[str, ...]) -> None:
     """Fit ``est`` in the fast form: sets its fitted attributes and its work group.
 
     Parameters
@@ -66,7 +62,7 @@ def fit_fast(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
     W, counts = alg.stacked_class_weights(codes, K, sets.sets)
     use_rank = "spearman" in kernels
     plan = _spearman_plan(est.spearman, n, p, W.shape[1]) if use_rank else (None, 0)
-    passes = FitPasses(est, 1 + rank_passes(plan, n), _resume.begin(est, data))  # with a resumable fit's session, else none
+    passes = FitPasses.for_fit(est, 1 + rank_passes(plan, n), data)  # resumable when the fit is
     group = None
     if not data.in_memory:
         width = Xd.chunks[1][0]
@@ -79,17 +75,13 @@ def fit_fast(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
     Xmem = data.numpy_X
     need_sq = _needs_row_norms(kernels, est.selection)
     stats = _class_stats(passes, Xd, Xmem, W, sketch=sketch, keep=keep, precision=est.precision_, need_sq=need_sq, n_write=K,
-                         out_group=group, what="class statistics and X-to-U products",
-                         checkpoint=passes.checkpoint("encoder-stats", W=_resume.digest(W), sketch=_resume.digest(sketch)))
+                         out_group=group, what="class statistics and X-to-U products")
     ranks, S_mem = None, None
     loo = None
     if use_rank:
         if est.selection == "loo_cross_entropy" and len(kernels) > 1:
             loo = enc.LooSpec.from_sets(codes, K, sets.sets[:1], counts)
-        rank_ck = passes.checkpoint("encoder-ranks", stats=_resume.digest(stats.sketch), loo=loo is not None) \
-            if plan[0] == "approx" else None
-        ranks, S_mem = _spearman_fit_passes(passes, Xd, W, stats, plan, loo, n_write=K, out_group=group, Xmem=Xmem,
-                                            checkpoint=rank_ck)
+        ranks, S_mem = _spearman_fit_passes(passes, Xd, W, stats, plan, loo, n_write=K, out_group=group, Xmem=Xmem)
     group = passes.settle(group)  # a resumable fit's group, out of the work directory (removed once the fit succeeds)
     passes.record()
     train = _set_stats(stats, ranks, 0, K)
@@ -116,7 +108,7 @@ def fit_fast(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
     est._train_X = None
 
 
-def transform_fast(est: EncoderClassifier, Xmem: np.ndarray | None, Xd: da.Array | None) -> np.ndarray:
+def transform_fast(est: Encoder, Xmem: np.ndarray | None, Xd: da.Array | None) -> np.ndarray:
     """The fast-form embedding of new data with the selected kernel.
 
     Parameters
@@ -141,21 +133,24 @@ def transform_fast(est: EncoderClassifier, Xmem: np.ndarray | None, Xd: da.Array
     label = "EncoderClassifier: new data"
     if est.kernel_ in ("linear", "euclidean"):
         U = est.class_means_
-        local = Xmem if isinstance(U, np.ndarray) else None
-        out = _run(local, lambda: enc.anchor_local(Xmem, U, precision=est.precision_),
-                   lambda: enc.anchor_pass(_lazy(Xd, Xmem), U, precision=est.precision_), f"{label} (one pass)")
+        in_memory = Xmem is not None and isinstance(U, np.ndarray)
+        out = run_new_data(Pass(lambda: enc.anchor_pass(_lazy(Xd, Xmem), U, precision=est.precision_),
+                                local=(lambda: enc.anchor_local(Xmem, U, precision=est.precision_)) if in_memory else None),
+                           f"{label} (one pass)")
         stats = alg.AnchorStats(out["cross"], out["x_sq"], out["u_sq"], p)
         return alg.embed(est.kernel_, stats, est.offset_)[0]
     s_sum, s_sq = est.rank_sums_
     S = est.class_mean_ranks_
     Xg = _lazy(Xd, Xmem) if (Xd is not None or not isinstance(S, np.ndarray)) else None
     if est.spearman_mode_ == "approx":
-        sample = _run(Xmem, lambda: sampled_features_local(Xmem, est.sketch_idx_), lambda: sampled_features_pass(Xg, est.sketch_idx_),
-                      f"{label}: sampled values (pass 1/2)")
+        sample = run_new_data(Pass(lambda: sampled_features_pass(Xg, est.sketch_idx_),
+                                   local=(lambda: sampled_features_local(Xmem, est.sketch_idx_)) if Xmem is not None else None),
+                              f"{label}: sampled values (pass 1/2)")
         tables = alg.rank_tables(sample)
-        local = Xmem if isinstance(S, np.ndarray) else None
-        out = _run(local, lambda: enc.anchor_local(Xmem, None, S=S, x_tables=tables),
-                   lambda: enc.anchor_pass(Xg, None, S=S, x_tables=tables), f"{label}: estimated ranks (pass 2/2)")
+        in_memory = Xmem is not None and isinstance(S, np.ndarray)
+        out = run_new_data(Pass(lambda: enc.anchor_pass(Xg, None, S=S, x_tables=tables),
+                                local=(lambda: enc.anchor_local(Xmem, None, S=S, x_tables=tables)) if in_memory else None),
+                           f"{label}: estimated ranks (pass 2/2)")
         rank_cross, r_sum, r_sq = out["rank_cross"], out["r_sum"], out["r_sq"]
     else:
         if isinstance(S, da.Array):
@@ -165,8 +160,9 @@ def transform_fast(est: EncoderClassifier, Xmem: np.ndarray | None, Xd: da.Array
         starts = list(range(0, m, block))
         for i, r0 in enumerate(starts):
             r1 = min(m, r0 + block)
-            res = _run(Xmem, lambda: enc.spearman_exact_local(Xmem, slice(r0, r1), S),
-                       lambda: enc.spearman_exact_block(Xg, slice(r0, r1), S), f"{label}: exact ranks (block {i + 1}/{len(starts)})")
+            res = run_new_data(Pass(lambda: enc.spearman_exact_block(Xg, slice(r0, r1), S),
+                                    local=(lambda: enc.spearman_exact_local(Xmem, slice(r0, r1), S)) if Xmem is not None else None),
+                               f"{label}: exact ranks (block {i + 1}/{len(starts)})")
             rank_cross[r0:r1], r_sum[r0:r1], r_sq[r0:r1] = res["rank_cross"], res["r_sum"], res["r_sq"]
     return alg.pearson_from_sums(rank_cross, r_sum, r_sq, s_sum, s_sq, p)
 

@@ -14,7 +14,6 @@ names its training store.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import dask
 import dask.array as da
@@ -30,11 +29,10 @@ from wideml.passes import encoder as enc
 from wideml.passes.crossgram import raw_cross_gram_pass
 from wideml.passes.blocks import check_finite
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
+from wideml.passes.spec import Pass
 from wideml.runtime import compute
-
-if TYPE_CHECKING:
-    from wideml.inputs.door import FitInput
-    from wideml.estimators.encoder.estimator import EncoderClassifier
+from wideml.estimators.encoder.types import Encoder
+from wideml.inputs.door import FitInput
 
 
 def choose_full(kernels: tuple[str, ...], A: dict[str, np.ndarray], codes: np.ndarray, K: int, counts: np.ndarray,
@@ -113,7 +111,7 @@ def _gram_local(X: np.ndarray, W: np.ndarray | None, rank: bool) -> tuple:
     return G, sq, U, r
 
 
-def fit_full(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -> None:
+def fit_full(est: Encoder, data: FitInput, kernels: tuple[str, ...]) -> None:
     """Fit ``est`` in the full-kernel form: sets its fitted attributes and keeps the training data's handle.
 
     Parameters
@@ -149,7 +147,7 @@ def fit_full(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
         arrays = {FEATURE_MEAN: ((p,), (width,)), CLASS_MEANS: ((K, p), (K, width)), CLASS_MEDIANS: ((K, p), (K, width))}
         group = passes.model_group(arrays)
     what = "Gram" + (" and class means" if linear else "") + (", rank Gram" if rank else "")
-    out = passes.run(None, lambda ck: _gram_graph(data.X, data.codes, K, group, rank), what, local=local)
+    out = passes.run(Pass(lambda: _gram_graph(data.X, data.codes, K, group, rank), local=local), what)
     passes.record()
     if data.in_memory:
         G, sq, U, r = out
@@ -186,7 +184,7 @@ def fit_full(est: EncoderClassifier, data: FitInput, kernels: tuple[str, ...]) -
     est._train_X = data.X if chosen != "linear" else None
 
 
-def transform_full(est: EncoderClassifier, Xd: da.Array) -> np.ndarray:
+def transform_full(est: Encoder, Xd: da.Array) -> np.ndarray:
     """The full-kernel embedding A W of new data, A the kernel between its rows and the training rows.
 
     Parameters

@@ -13,16 +13,15 @@ keeps the class means its fit's Gram pass computed.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dask.array as da
 import numpy as np
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
 from wideml.exceptions import WidemlError
+from wideml.estimators.encoder.types import Encoder
 
-if TYPE_CHECKING:
-    from wideml.estimators.encoder.estimator import EncoderClassifier
 
 #: Arrays only a model whose selected kernel is spearman predicts from.
 _RANK_ARRAYS = ("class_mean_ranks", "rank_sums", "sketch_idx")
@@ -39,7 +38,7 @@ def scores_from_json(scores: dict) -> dict:
     return {k: (float("nan") if v is None else v) for k, v in scores.items()}
 
 
-def chunked(est: EncoderClassifier, A: Any) -> Any:
+def chunked(est: Encoder, A: Any) -> Any:
     """A p-sized in-memory array chunked along features like X (``feature_chunk_``); dask arrays as they are."""
     if isinstance(A, np.ndarray):
         width = int(getattr(est, "feature_chunk_", None) or A.shape[1])
@@ -47,7 +46,7 @@ def chunked(est: EncoderClassifier, A: Any) -> Any:
     return A
 
 
-def save_extra(est: EncoderClassifier, state: dict, arrays: dict) -> None:
+def save_extra(est: Encoder, state: dict, arrays: dict) -> None:
     """Add to a fitted encoder's table-made ``state`` and ``arrays`` what the table cannot express.
 
     Raises
@@ -76,7 +75,7 @@ def save_extra(est: EncoderClassifier, state: dict, arrays: dict) -> None:
         arrays["train_codes"] = est.train_codes_
 
 
-def load_extra(est: EncoderClassifier, state: dict, arrays: dict) -> None:
+def load_extra(est: Encoder, state: dict, arrays: dict) -> None:
     """Restore what :func:`save_extra` saved on an encoder the table has filled.
 
     Raises
