@@ -8,9 +8,11 @@ the type :func:`wideml.open_store` returns.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import dask.config
 import numpy as np
@@ -114,3 +116,33 @@ def test_config_load_applies_a_checked_file(tmp_path):
         with pytest.raises(wideml.ConfigError, match="bad.yaml.*tree-width must be an integer of at least 2"):
             wideml.config.load(bad)
         assert wideml.config.get("tree_width") == 6
+
+
+# ----------------------------------------------------------------------------- the command line is a user of the API
+#: Private names the command line may touch: the standard library's documented ``os._exit``.
+CLI_PRIVATE_OK = {"os._exit"}
+
+
+def _private_uses(folder: Path) -> list[str]:
+    """``from wideml.X import _name`` (X outside the command line) and ``thing._name`` in the command line's files."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("wideml") \
+                    and not (node.module or "").startswith("wideml.cli"):
+                found += [f"{path.name}:{node.lineno} from {node.module} import {a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                text = f"{ast.unparse(node.value)}.{node.attr}"
+                if text not in CLI_PRIVATE_OK:
+                    found.append(f"{path.name}:{node.lineno} {text}")
+    return found
+
+
+def test_the_command_line_uses_no_private_names_of_other_packages(tmp_path):
+    cli = Path(wideml.__file__).parent / "cli"
+    assert _private_uses(cli) == []
+    # the check can fail: both forms planted in a copy
+    (tmp_path / "planted.py").write_text("from wideml.sources.ingest import _pick\nimport os\nos._exit\nest._component_bound(1, 2, 3)\n")
+    assert _private_uses(tmp_path) == ["planted.py:1 from wideml.sources.ingest import _pick",
+                                       "planted.py:4 est._component_bound"]

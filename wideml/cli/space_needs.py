@@ -92,7 +92,7 @@ def ingest_needs(args: argparse.Namespace) -> list[Need]:
     from wideml.sources.sample_files import folder_samples, probe
     from wideml.sources.zarr_array import from_zarr_array
 
-    kind, obj = ing._source_kind(args.source)
+    kind, obj = ing.source_kind(args.source)
     if kind == "folder":
         fkind, files, _ = folder_samples(Path(obj), None)
         shape, src_dtype = probe(files[0], fkind)

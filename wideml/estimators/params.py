@@ -2,7 +2,7 @@
 
 Every public estimator declares ``_parameter_constraints``: parameter name ->
 list of constraints, any one of which the value must satisfy (as scikit-learn
-does, but with our own small validator). :meth:`CheckedParams._validate_parameters`
+does, but with our own small validator). :meth:`CheckedParams.validate_parameters`
 runs the table at the start of ``fit`` (before X is touched beyond its
 metadata) and when a model is loaded, so an invalid value is one sentence::
 
@@ -194,7 +194,7 @@ def _join(phrases: Iterable[str]) -> str:
 
 
 class CheckedParams:
-    """Mixin of every public estimator: ``_validate_parameters`` runs the class's constraint table.
+    """Mixin of every public estimator: :meth:`validate_parameters` runs the class's constraint table.
 
     Subclasses set ``_parameter_constraints`` (one entry per ``__init__``
     parameter) and may override :meth:`_check_parameter_combinations` for
@@ -204,10 +204,20 @@ class CheckedParams:
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}
 
-    def _validate_parameters(self) -> None:
-        """Raise a one-sentence :class:`~wideml.exceptions.WidemlError` for an invalid parameter; no pass over X."""
+    def validate_parameters(self) -> None:
+        """Check every parameter (each alone, then together) without reading any data.
+
+        Raises
+        ------
+        WidemlError
+            One sentence naming the first invalid parameter and what it accepts.
+        """
         check_parameters(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         self._check_parameter_combinations()
+
+    def _validate_parameters(self) -> None:
+        """:meth:`validate_parameters`, under the name the estimators' ``fit`` and ``load_model`` call."""
+        self.validate_parameters()
 
     def _check_parameter_combinations(self) -> None:
         """Rules between parameters (each valid alone); none by default."""

@@ -25,6 +25,7 @@ from wideml.storage.label_cells import (
     clip,
     delimiter_error,
     is_id_name,
+    is_number,
     listed,
     missing_error,
     missing_mask,
@@ -71,14 +72,6 @@ class CsvLayout:
     @property
     def n_features(self) -> int:
         return len(self.feature_cols)
-
-
-def is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _column(spec: int | str | None, header: list[str] | None, width: int, what: str, path: Path) -> int | None:

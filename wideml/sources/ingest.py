@@ -207,7 +207,7 @@ def _check_applies(reader: type[Source], name: str, value) -> None:
         raise WidemlError(NOT_FOR_THIS_SOURCE[name])
 
 
-def _source_kind(source) -> tuple[str, Any]:
+def source_kind(source) -> tuple[str, Any]:
     """``(kind, what)`` of ``source`` without opening it, for the free-space estimate of ``wideml ingest``:
     ``("memory", obj)``, ``("hdf5", (path, dataset))``, else ``(kind, path)`` (``kind`` a reader's :attr:`Source.kind`)."""
     reader, location = pick(source)
@@ -218,4 +218,4 @@ def _source_kind(source) -> tuple[str, Any]:
     return reader.kind, location.path
 
 
-__all__ = ["ingest", "output_dtype"]
+__all__ = ["ingest", "output_dtype", "source_kind"]

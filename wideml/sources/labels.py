@@ -30,6 +30,7 @@ from wideml.storage.label_cells import (
     check_unique_ids,
     delimiter_error,
     is_id_name,
+    is_number,
     listed,
     missing_error,
     missing_mask,
@@ -84,14 +85,6 @@ def open_text(path: str | os.PathLike):
     if str(path).lower().endswith(".gz"):
         return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
     return open(path, newline="", encoding="utf-8-sig")
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _as_given_int(text: str) -> bool:
@@ -159,8 +152,8 @@ def _file_cells(path: Path, delimiter: str | None) -> tuple[np.ndarray | None, l
         if len(row) != width:
             raise WidemlError(f"labels file {str(path)!r} has {len(row)} columns in {line} but {width} in the first; make every line alike.")
     first = [c.lower() for c in rows[0]]
-    body_numeric = len(rows) > 1 and all(_is_number(r[-1]) for r in rows[1:])
-    if first[-1] in _LABEL_NAMES or (width == 2 and (is_id_name(first[0]) or first[0] in _FILE_NAMES)) or (body_numeric and not _is_number(rows[0][-1])):
+    body_numeric = len(rows) > 1 and all(is_number(r[-1]) for r in rows[1:])
+    if first[-1] in _LABEL_NAMES or (width == 2 and (is_id_name(first[0]) or first[0] in _FILE_NAMES)) or (body_numeric and not is_number(rows[0][-1])):
         rows, lines = rows[1:], lines[1:]
     if not rows:
         raise WidemlError(f"labels file {str(path)!r} has a header but no labels; give one label per sample.")

@@ -57,6 +57,19 @@ def is_id_name(name) -> bool:
     return str(name).strip().lower().replace(" ", "_").replace("-", "_") in ID_NAMES
 
 
+def is_number(text: str) -> bool:
+    """Whether the text of one cell reads as a number (what ``float`` accepts: ``3``, ``-0.5``, ``1e3``, ``nan``).
+
+    The rule every delimited-text source shares: a header row is one whose cells are not all numbers, and a
+    label column of numbers is told from its header this way.
+    """
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def missing_mask(values) -> np.ndarray:
     """Boolean mask of the missing entries of a 1-D label sequence (any dtype)."""
     arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
@@ -130,5 +143,5 @@ def delimiter_error(where: str, sep: str, fix: str) -> WidemlError:
     return WidemlError(f"{where} looks {shown}-separated (its first line is one column holding {shown}); {fix}.")
 
 
-__all__ = ["ID_NAMES", "MISSING_MARKERS", "check_unique_columns", "check_unique_ids", "clip", "delimiter_error", "is_id_name",
+__all__ = ["ID_NAMES", "MISSING_MARKERS", "check_unique_columns", "check_unique_ids", "clip", "delimiter_error", "is_id_name", "is_number",
            "is_missing", "listed", "missing_error", "missing_mask", "other_delimiter"]
