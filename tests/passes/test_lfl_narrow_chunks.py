@@ -50,8 +50,9 @@ def test_premise_first_narrow_chunk_has_no_projection_entries():
 def test_chunk_with_empty_projection_slice_returns_float64_zeros():
     X, y = _data()
     block = np.ascontiguousarray(X[:, :NARROW])
-    stats, bad = _lfl_fit_chunk(block, 0, y, 2, False, SEED, D - 1, lfl_density(P), None)
-    assert bad is None
+    sums = _lfl_fit_chunk(block, 0, y, 2, False, SEED, D - 1, lfl_density(P), None)
+    assert sums.error is None
+    stats = sums.values
     for key in ("XC", "CC", "mC", "XR", "mR"):
         assert stats[key].dtype == np.float64, key
     np.testing.assert_array_equal(stats["mR"], 0.0)

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from wideml.algebra.randomized import centroid_differences
 from wideml.runner import resume as _resume
-from wideml.runner.fit_runner import FitPasses
+from wideml.runner.fit_runner import FitPasses, run_new_data
 from wideml.estimators.fitted import FittedState, array, p_array, state
 from wideml.inputs.door import fit_input, predict_input
 from wideml.estimators.params import BOOLEAN, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options, PathLike
@@ -18,8 +18,8 @@ from wideml.runner.workdir import work_array
 from wideml.passes.chunkmath import check_precision, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import lfl_density
-from wideml.passes.lfl import lfl_components, lfl_fit_pass, lfl_project_pass
-from wideml.runtime import compute
+from wideml.passes.lfl import LflPass, lfl_components, lfl_project_pass
+from wideml.passes.spec import Pass
 from wideml.storage.labels import classes_from_model
 
 
@@ -116,17 +116,14 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
         n_deltas = min(d, K - 1)
         k = d - n_deltas
         group = None
-        passes = FitPasses(self, self.n_fit_passes, _resume.begin(self, data), data)  # with a resumable fit's session, else none
+        passes = FitPasses.for_fit(self, self.n_fit_passes, data)  # resumable when the fit is
         if not data.in_memory:
             w = data.X.chunks[1][0]
             arrays = {FEATURE_MEAN: ((p,), (w,)), CLASS_MEANS: ((K, p), (K, w)), CLASS_MEDIANS: ((K, p), (K, w))}
             group = passes.model_group(arrays)
-        st = passes.run(
-            passes.checkpoint("lfl"),
-            lambda ck: lfl_fit_pass(data.X, data.codes, K, n_random=k, seed=int(self.random_state), density=density,
-                                    robust=bool(self.robust_first), out_group=group, precision=precision, checkpoint=ck),
-            "class statistics and sparse projection",
-        )
+        st = passes.run(LflPass(data.X, data.codes, K, n_random=k, seed=int(self.random_state), density=density,
+                                robust=bool(self.robust_first), out_group=group, precision=precision),
+                        "class statistics and sparse projection")
         group = passes.settle(group)  # a resumable fit's group, out of the work directory (removed once the fit succeeds)
         Dm = centroid_differences(data.codes, K, st["CC"])[:, :n_deltas]
         XA = np.hstack([st["XC"] @ Dm, st["XR"]])
@@ -172,12 +169,9 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "_Dm")
         check_precision(self.precision)
         Xd = predict_input(X, self.n_features_in_, "LFL", layout=getattr(self, "feature_layout_", None))
-        (Z,) = compute(
-            lfl_project_pass(Xd, self.centroids_, self._Dm, n_random=self.n_components_ - self._Dm.shape[1],
-                             seed=int(self.random_state), density=self.density_, precision=self.precision),
-            label="LFL transform: one pass",
-        )
-        return Z - self.offset_
+        return run_new_data(Pass(lambda: lfl_project_pass(Xd, self.centroids_, self._Dm, n_random=self.n_components_ - self._Dm.shape[1],
+                                                          seed=int(self.random_state), density=self.density_, precision=self.precision)),
+                            "LFL transform: one pass", offset=self.offset_)
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit (one pass) and return the training embedding."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dask
@@ -10,6 +11,9 @@ import numpy as np
 
 from wideml.exceptions import WidemlError
 from wideml.passes.timing import phase
+from wideml.runtime.cluster_check import paths_of
+from wideml.runtime.config import memory_limit_bytes, thread_count
+from wideml.runtime.scratch import scratch
 from wideml.storage.reader import DIRECT_READERS
 
 
@@ -47,8 +51,6 @@ class ChunkRef:
 
     def __wideml_paths__(self) -> list:
         """The store this chunk is read from (for the cluster check of :mod:`wideml.runtime.cluster_check`)."""
-        from wideml.runtime.cluster_check import paths_of
-
         return paths_of(self.reader)
 
 
@@ -75,8 +77,6 @@ def _read_chunk(stripe: ChunkRef) -> tuple[np.ndarray, bool]:
     rows, cols = slice(0, stripe.n_rows), slice(stripe.start, stripe.stop)
     read_into = getattr(stripe.reader, "read_into", None)
     if read_into is not None:  # into this thread's reused read buffer: no page faults per chunk
-        from wideml.runtime.scratch import scratch
-
         block = np.asarray(read_into(rows, cols, lambda shape, dtype: scratch(shape, dtype, slot="read")))
     else:
         block = np.asarray(stripe.reader[rows, cols])
@@ -90,8 +90,6 @@ _KILL_AFTER = [None, 0]
 
 
 def _after_read() -> None:
-    import os
-
     if _KILL_AFTER[0] is None:
         text = os.environ.get("WIDEML_TEST_KILL_AFTER_READS", "")
         _KILL_AFTER[0] = int(text) if text.strip().isdigit() else 0
@@ -187,14 +185,8 @@ def sub_stripe_width(n_samples: int, copies: int = 4, budget: int | None = None)
     chunk in sub-stripes of this width, so the budget holds whatever the
     stored chunk size.
     """
-    import os
-
     if budget is None:
-        from wideml.runtime.config import memory_limit_bytes
-
         budget = memory_limit_bytes()
-    from wideml.runtime.config import thread_count
-
     share = budget // (2 * max(1, thread_count(), os.cpu_count() or 1))
     return max(1, int(share // (copies * 8 * max(1, n_samples))))
 

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from wideml.exceptions import WidemlError
 from wideml.passes.blocks import first_nonfinite
 from wideml.passes.median_select import class_medians_float32, class_medians_partition
+from wideml.runtime.scratch import scratch
 
 #: Accepted values of every estimator's ``precision`` parameter.
 PRECISIONS = ("auto", "float64", "float32")
@@ -66,8 +68,6 @@ def work_dtype(dtype, precision: str = "auto") -> np.dtype:
 def check_precision(precision) -> None:
     """Raise :class:`~wideml.exceptions.WidemlError` (one sentence) unless ``precision`` is one of :data:`PRECISIONS`."""
     if precision not in PRECISIONS:
-        from wideml.exceptions import WidemlError
-
         raise WidemlError(f"precision={precision!r} is not one of {', '.join(map(repr, PRECISIONS))}.")
 
 
@@ -177,8 +177,6 @@ def float32_centring_vector(block: np.ndarray) -> np.ndarray:
 
 def _new_or_scratch(shape, dtype, reuse: bool) -> np.ndarray:
     if reuse:
-        from wideml.runtime.scratch import scratch
-
         return scratch(shape, dtype)
     return np.empty(shape, dtype=dtype)
 

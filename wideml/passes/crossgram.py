@@ -33,8 +33,9 @@ import numpy as np
 
 from wideml.algebra.kernels import cross_sq_distances
 from wideml.exceptions import WidemlError
-from wideml.passes.blocks import check_finite, feature_stripes
-from wideml.passes.reduce import fold_in_lanes, sum_keyed, tree_reduce
+from wideml.passes.blocks import check_finite, feature_stripes, materialise
+from wideml.passes.reduce import Sums, fold_in_lanes, sum_chunk_results
+from wideml.passes.spec import Pass, digest
 
 
 @dataclass
@@ -83,40 +84,20 @@ def _pair_stats(new_block, ref_block, offset, ref_rows):
     m = ref.mean(axis=0)
     rc = ref - m
     xc = new_block.astype(np.float64, copy=False) - m
-    return (xc @ rc.T, xc @ m, rc @ m, float(m @ m), np.einsum("ij,ij->i", xc, xc), np.einsum("ij,ij->i", rc, rc))
+    return Sums({"C": xc @ rc.T, "r_new": xc @ m, "r_ref": rc @ m, "s": float(m @ m), "sq_new": np.einsum("ij,ij->i", xc, xc),
+                 "sq_ref": np.einsum("ij,ij->i", rc, rc)})
 
 
 def _self_pair_stats(stripe, offset, ref_rows):
     """:func:`_pair_stats` of a stripe with itself, read once by this task (results are fresh arrays, not the read buffer)."""
-    from wideml.passes.blocks import materialise
-
     block, _ = materialise(stripe)
     return _pair_stats(block, block, offset, ref_rows)
 
 
-def _combine(*parts):
-    """Sum partial results without touching them (a copy of the first, then :func:`_add_into`)."""
-    acc = tuple(p.copy() if isinstance(p, np.ndarray) else p for p in parts[0])
-    for part in parts[1:]:
-        acc = _add_into(acc, part)
-    return acc
-
-
-def _add_into(acc, part):
-    """Add one stripe pair's sums into a lane's accumulator (its arrays in place)."""
-    out = []
-    for a, v in zip(acc, part):
-        if isinstance(a, np.ndarray):
-            a += v
-            out.append(a)
-        else:
-            out.append(a + v)
-    return tuple(out)
-
-
-def _finish(total, n_features):
-    C, r_new, r_ref, s, sq_new, sq_ref = total
-    return CrossStats(C=C, r_new=r_new, r_ref=r_ref, s=float(s), sq_new=sq_new, sq_ref=sq_ref, n_features=n_features)
+def _finish(total: Sums, n_features):
+    sums = total.finish()
+    return CrossStats(C=sums["C"], r_new=sums["r_new"], r_ref=sums["r_ref"], s=float(sums["s"]), sq_new=sums["sq_new"],
+                      sq_ref=sums["sq_ref"], n_features=n_features)
 
 
 def cross_gram_pass(X_new: da.Array, X_ref: da.Array, ref_rows: np.ndarray | None = None, checkpoint=None):
@@ -164,12 +145,12 @@ def cross_gram_pass(X_new: da.Array, X_ref: da.Array, ref_rows: np.ndarray | Non
     if checkpoint is not None and X_new.name == X_ref.name:  # resumable self-products: each lane step reads its own chunk
         stripes, offsets = feature_stripes(X_ref, direct=True)
         args = [(b, int(o), ref_rows) for b, o in zip(stripes, offsets)]
-        total = fold_in_lanes(_self_pair_stats, args, _add_into, _combine, checkpoint=checkpoint)
+        total = fold_in_lanes(_self_pair_stats, args, checkpoint=checkpoint)
         return dask.delayed(_finish, pure=True)(total, int(X_ref.shape[1]))
     new_stripes, offsets = feature_stripes(X_new)
     ref_stripes, _ = feature_stripes(X_ref)
     args = [(a, b, int(o), ref_rows) for a, b, o in zip(new_stripes, ref_stripes, offsets)]
-    total = fold_in_lanes(_pair_stats, args, _add_into, _combine, checkpoint=checkpoint)
+    total = fold_in_lanes(_pair_stats, args, checkpoint=checkpoint)
     return dask.delayed(_finish, pure=True)(total, int(X_ref.shape[1]))
 
 
@@ -177,7 +158,7 @@ def _raw_pair_products(new_block, ref_block, offset):
     a = np.asarray(new_block, dtype=np.float64)
     b = np.asarray(ref_block, dtype=np.float64)
     check_finite(a, int(offset))
-    return {"gram": a @ b.T, "a_sq": np.square(a).sum(axis=1), "b_sq": np.square(b).sum(axis=1)}
+    return Sums({"gram": a @ b.T, "a_sq": np.square(a).sum(axis=1), "b_sq": np.square(b).sum(axis=1)})
 
 
 def raw_cross_gram_pass(X_new: da.Array, X_ref: da.Array):
@@ -201,18 +182,35 @@ def raw_cross_gram_pass(X_new: da.Array, X_ref: da.Array):
     """
     a_stripes, offsets = feature_stripes(X_new)
     b_stripes, _ = feature_stripes(X_ref.rechunk((X_ref.shape[0], X_new.chunks[1])))
-    task = dask.delayed(_raw_pair_products, pure=True)
-    return tree_reduce([task(a, b, int(o)) for a, b, o in zip(a_stripes, b_stripes, offsets)], sum_keyed)
+    total = sum_chunk_results(_raw_pair_products, [(a, b, int(o)) for a, b, o in zip(a_stripes, b_stripes, offsets)])
+    return dask.delayed(Sums.finish, pure=True)(total)
 
 
-def cross_state(stats: CrossStats) -> tuple:
-    """A :class:`CrossStats` as a checkpointable tuple (see :func:`wideml.runtime.checkpoint.save_state`)."""
-    return (stats.C, stats.r_new, stats.r_ref, float(stats.s), stats.sq_new, stats.sq_ref, int(stats.n_features))
+class CrossGramPass(Pass):
+    """The landmark cross-Gram of the training X with itself as the fit runner runs it (:func:`cross_gram_pass`; **one pass**).
+
+    Its result is a :class:`CrossStats`; its checkpoint (``"cross"``, keyed by
+    the landmarks) holds the lanes' sums and then that result.
+    """
+
+    kind = "cross"
+
+    def __init__(self, X: da.Array, ref_rows: np.ndarray | None = None):
+        super().__init__()
+        self.X, self.ref_rows = X, ref_rows
+
+    def graph(self, lanes=None):
+        return cross_gram_pass(self.X, self.X, ref_rows=self.ref_rows, checkpoint=lanes)
+
+    def key(self) -> dict:
+        return {"landmarks": None if self.ref_rows is None else digest(np.asarray(self.ref_rows))}
+
+    def save(self, stats: CrossStats) -> tuple:
+        return (stats.C, stats.r_new, stats.r_ref, float(stats.s), stats.sq_new, stats.sq_ref, int(stats.n_features))
+
+    def restore(self, state: tuple) -> CrossStats:
+        C, r_new, r_ref, s, sq_new, sq_ref, n_features = state
+        return CrossStats(C=C, r_new=r_new, r_ref=r_ref, s=float(s), sq_new=sq_new, sq_ref=sq_ref, n_features=int(n_features))
 
 
-def cross_from_state(state: tuple) -> CrossStats:
-    C, r_new, r_ref, s, sq_new, sq_ref, n_features = state
-    return CrossStats(C=C, r_new=r_new, r_ref=r_ref, s=float(s), sq_new=sq_new, sq_ref=sq_ref, n_features=int(n_features))
-
-
-__all__ = ["CrossStats", "cross_from_state", "cross_gram_pass", "cross_state", "raw_cross_gram_pass"]
+__all__ = ["CrossGramPass", "CrossStats", "cross_gram_pass", "raw_cross_gram_pass"]

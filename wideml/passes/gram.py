@@ -31,11 +31,13 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, sub_stripe_width
-from wideml.passes.reduce import fold_in_lanes
+from wideml.passes.blocks import feature_stripes, materialise, shared, sub_stripe_width
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
 from wideml.passes.outputs import write_output
+from wideml.passes.reduce import Sums, fold_in_lanes, parallel_slots
+from wideml.passes.spec import Pass, digest
 from wideml.passes.timing import phase, product
+from wideml.runtime.config import memory_limit_bytes
 
 #: Names of the p-sized arrays the pass writes into a model group.
 FEATURE_MEAN = "feature_mean"
@@ -101,7 +103,7 @@ def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_gr
     parts, outputs = [], []
     for a in range(0, block.shape[1], width):
         stats, out = _stripe_stats(block[:, a : a + width], int(offset) + a, codes, n_classes, median_sets, dt, keep, owned)
-        if stats[4] is not None:  # reported after the pass, so the lowest bad feature index wins
+        if stats.error is not None:  # reported after the pass, so the lowest bad feature index wins
             return stats
         parts.append(stats)
         outputs.append(out)
@@ -109,7 +111,7 @@ def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_gr
         with phase("writes"):
             for name in outputs[0]:
                 write_output(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
-    return _combine(*parts) if len(parts) > 1 else parts[0]
+    return Sums.combine(*parts) if len(parts) > 1 else parts[0]
 
 
 def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep, owned=False):
@@ -123,7 +125,7 @@ def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep, owned=
     with phase("centring"):
         x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=False)
     if bad is not None:
-        return (None, None, 0.0, [], bad), outputs
+        return Sums(error=bad), outputs
     medians = []
     for M, (_, _, is_full) in zip(raw_medians, median_sets):
         medians.append(M - c)
@@ -138,20 +140,8 @@ def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep, owned=
     G = as_float64(product(x, x.T, flops=x.shape[0] ** 2 * x.shape[1]))  # SYRK in dt; summed across chunks in float64
     r = as_float64(product(x, c.astype(dt)))
     s = float(c @ c)
-    meds = [(as_float64(product(x, Mc.T.astype(dt))), Mc @ Mc.T) for Mc in medians]
-    return (G, r, s, meds, None), outputs
-
-
-def _combine(*parts):
-    """Sum partial results without touching them (a copy of the first, then :func:`_add_into`)."""
-    first = parts[0]
-    if first[4] is not None:
-        acc = first
-    else:
-        acc = (first[0].copy(), first[1].copy(), first[2], [(P.copy(), Q.copy()) for P, Q in first[3]], None)
-    for part in parts[1:]:
-        acc = _add_parts(acc, part)
-    return acc
+    meds = tuple((as_float64(product(x, Mc.T.astype(dt))), Mc @ Mc.T) for Mc in medians)
+    return Sums({"G": G, "r": r, "s": s, "medians": meds}), outputs
 
 
 def gram_pass(
@@ -216,26 +206,8 @@ def gram_pass(
     width = sub_stripe_width(n, copies=4 + len(sets))
     codes_d, sets_d = shared(codes), shared(sets)
     args = [(s, int(o), codes_d, n_classes, sets_d, precision, out_group, width) for s, o in zip(stripes, offsets)]
-    total = fold_in_lanes(_chunk_stats, args, _add_into, _combine, lanes=gram_lanes(n), checkpoint=checkpoint)
+    total = fold_in_lanes(_chunk_stats, args, lanes=gram_lanes(n), checkpoint=checkpoint)
     return dask.delayed(_finish, pure=True)(total, int(X.shape[1]))
-
-
-def _add_into(acc, part):
-    """Add one chunk's partial sums into a lane's accumulator ``acc`` (in place; see :func:`fold_in_lanes`)."""
-    with phase("reductions"):
-        return _add_parts(acc, part)
-
-
-def _add_parts(acc, part):
-    if acc[4] is not None or part[4] is not None:
-        return None, None, 0.0, [], min(b for b in (acc[4], part[4]) if b is not None)
-    G, r, s, meds, _ = acc
-    G += part[0]
-    r += part[1]
-    for (P, Q), (Pp, Qp) in zip(meds, part[3]):
-        P += Pp
-        Q += Qp
-    return G, r, s + part[2], meds, None
 
 
 #: n x n float64-sized matrices one lane of the Gram pass holds: its accumulator, a chunk's product and its float64 copy.
@@ -248,19 +220,47 @@ def gram_lanes(n_samples: int, budget: int | None = None) -> int:
     At least one: a single lane is the least memory any Gram pass needs
     (the auto solver avoids the Gram altogether when even that does not fit).
     """
-    from wideml.passes.reduce import parallel_slots
-
     if budget is None:
-        from wideml.runtime.config import memory_limit_bytes
-
         budget = memory_limit_bytes()
     per_lane = LANE_MATRICES * 8 * n_samples * n_samples
     return max(1, min(parallel_slots(), int(budget // 2 // max(1, per_lane))))
 
 
-def _finish(total, n_features):
-    G, r, s, meds, bad = total
-    if bad is not None:
-        raise nonfinite_error(bad)
-    G = (G + G.T) / 2
-    return GramStats(G=G, r=r, s=float(s), n_features=n_features, medians=[MedianSet(P, Q) for P, Q in meds])
+def _finish(total: Sums, n_features):
+    sums = total.finish()
+    G = (sums["G"] + sums["G"].T) / 2
+    return GramStats(G=G, r=sums["r"], s=float(sums["s"]), n_features=n_features, medians=[MedianSet(P, Q) for P, Q in sums["medians"]])
+
+
+class GramPass(Pass):
+    """The Gram pass as the fit runner runs it (:func:`gram_pass`; **one pass** over X).
+
+    Parameters
+    ----------
+    X, codes, n_classes, median_subsets, precision, out_group
+        As in :func:`gram_pass`.
+    kind : str, default "gram"
+        Names the pass's checkpoint (a cross-validation's Gram is ``"cv-gram"``).
+
+    Its result is a :class:`GramStats`; its checkpoint holds the lanes' sums and then that result.
+    """
+
+    def __init__(self, X: da.Array, codes: np.ndarray | None = None, n_classes: int = 0, *, median_subsets: Sequence[np.ndarray] = (),
+                 precision: str = "auto", out_group: str | None = None, kind: str = "gram"):
+        super().__init__()
+        self.X, self.codes, self.n_classes, self.out_group = X, codes, n_classes, out_group
+        self.median_subsets, self.precision, self.kind = list(median_subsets), precision, kind
+
+    def graph(self, lanes=None):
+        return gram_pass(self.X, self.codes, self.n_classes, median_subsets=self.median_subsets, precision=self.precision,
+                         out_group=self.out_group, checkpoint=lanes)
+
+    def key(self) -> dict:
+        return {"precision": self.precision, "median_subsets": digest(*[np.asarray(s) for s in self.median_subsets])}
+
+    def save(self, stats: GramStats) -> tuple:
+        return (stats.G, stats.r, float(stats.s), int(stats.n_features), [(m.P, m.Q) for m in stats.medians])
+
+    def restore(self, state: tuple) -> GramStats:
+        G, r, s, n_features, meds = state
+        return GramStats(G=G, r=r, s=s, n_features=n_features, medians=[MedianSet(P, Q) for P, Q in meds])

@@ -29,12 +29,15 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared
-from wideml.passes.reduce import fold_in_lanes, tree_reduce
+from wideml.passes.blocks import aligned_blocks, feature_stripes, materialise, shared
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import sparse_sign_rows
 from wideml.passes.outputs import write_output
+from wideml.passes.loadings import add_arrays, centred_product
+from wideml.passes.reduce import Sums, fold_in_lanes, sum_chunk_results, tree_reduce
+from wideml.passes.spec import Pass
+from wideml.runtime.scratch import scratch
 
 
 def _times_sparse(x: np.ndarray, R) -> np.ndarray:
@@ -86,13 +89,11 @@ def _lfl_swept_chunk(block, offset, codes, n_classes, robust, seed, k, density, 
 
     Returns
     -------
-    (stats, None) as :func:`_lfl_fit_chunk`, or None when the chunk holds
+    Sums as :func:`_lfl_fit_chunk`, or None when the chunk holds
     NaN/inf or its float32 sums or products overflow (the caller redoes the
     chunk in float64 from the stored values; an ``inplace`` chunk has then been
     partly overwritten and must be read again).
     """
-    from wideml.runtime.scratch import scratch
-
     n, w = block.shape
     with np.errstate(over="ignore", invalid="ignore"):
         sample = block[:: max(1, n // _CENTRE_ROWS)]
@@ -146,8 +147,8 @@ def _lfl_swept_chunk(block, offset, codes, n_classes, robust, seed, k, density, 
     XC = P[:, :n_classes] + P[:, n_classes:] + (cent @ c64)  # X C^T = X_c (C - c)^T + (X_c c) 1^T + 1 (C c)^T
     stats = {"XC": XC, "CC": cent @ cent.T, "mC": cent @ m, "XR": XR + _rt_times(R, c64, k), "mR": _rt_times(R, m, k)}
     if out_group is None:
-        stats["cent"] = cent
-    return stats, None
+        stats["centroids"] = [cent]
+    return Sums(stats)
 
 
 def _rt_times(R, v: np.ndarray, k: int) -> np.ndarray:
@@ -181,12 +182,10 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
 
     Returns
     -------
-    stats : dict or None
+    Sums
         XC (n x K), CC (K x K), mC (K,), XR (n x k), mR (k,), all float64 and
-        meaning products of the raw chunk, plus "cent" (K x p_j) without
-        ``out_group``.
-    bad : tuple or None
-        First non-finite entry of the chunk.
+        meaning products of the raw chunk, plus the piece "centroids" (K x p_j)
+        without ``out_group``; or the chunk's first non-finite entry.
     """
     stripe = block
     block, owned = materialise(stripe)
@@ -203,7 +202,7 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
     medians = class_medians(block, codes, n_classes) if robust else None  # before an owned block is centred in place
     x, m, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned, mean=False)
     if bad is not None:
-        return None, bad
+        return Sums(error=bad)
     counts = np.bincount(codes, minlength=n_classes)
     S = class_sums(x, codes, n_classes)
     means = c + S / np.maximum(counts, 1)[:, None]
@@ -221,28 +220,8 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
     XR = _times_sparse(x, R) + _sparse_t_times(R, c)  # X R = X_c R + 1 (R^T c)^T
     stats = {"XC": XC, "CC": cent @ cent.T, "mC": cent @ m, "XR": XR, "mR": _sparse_t_times(R, m)}
     if out_group is None:
-        stats["cent"] = cent
-    return stats, None
-
-
-def _combine(*parts):
-    bads = [p[1] for p in parts if p[1] is not None]
-    if bads:
-        return None, min(bads)
-    total = {key: val.copy() for key, val in parts[0][0].items() if key != "cent"}
-    for p, _ in parts[1:]:
-        for key in total:
-            total[key] += p[key]
-    return total, None
-
-
-def _add_into(acc, part):
-    """Add one chunk's sums into a lane's accumulator (in place; for the resumable pass, :func:`fold_in_lanes`)."""
-    if acc[1] is not None or part[1] is not None:
-        return None, min(b for b in (acc[1], part[1]) if b is not None)
-    for key in acc[0]:
-        acc[0][key] += part[0][key]
-    return acc
+        stats["centroids"] = [cent]
+    return Sums(stats)
 
 
 def lfl_fit_pass(X: da.Array, codes, n_classes: int, *, n_random: int, seed: int, density: float, robust: bool, out_group: str | None,
@@ -286,44 +265,54 @@ def lfl_fit_pass(X: da.Array, codes, n_classes: int, *, n_random: int, seed: int
     """
     work_dtype(X.dtype, precision)  # validate early
     stripes, offsets = feature_stripes(X, direct=True)
-    task = dask.delayed(_lfl_fit_chunk, pure=True)
     codes_d = shared(codes)
     args = [(s, int(o), codes_d, n_classes, robust, seed, n_random, density, out_group, precision) for s, o in zip(stripes, offsets)]
     if checkpoint is not None and out_group is not None:
-        total = fold_in_lanes(_lfl_fit_chunk, args, _add_into, _combine, checkpoint=checkpoint)
-        return dask.delayed(_finish_fit, pure=True)(total)
-    parts = [task(*a) for a in args]
-    total = tree_reduce(parts, _combine) if len(parts) > 1 else dask.delayed(_combine, pure=True)(parts[0])
-
-    extra = parts if out_group is None else []
-    return dask.delayed(_finish_fit, pure=True)(total, *extra)
+        total = fold_in_lanes(_lfl_fit_chunk, args, checkpoint=checkpoint)
+    else:
+        total = sum_chunk_results(_lfl_fit_chunk, args)
+    return dask.delayed(_finish_fit, pure=True)(total)
 
 
-def _finish_fit(total, *chunks):
-    """The summed statistics (raising on a non-finite entry), with the centroids of in-memory chunks stacked."""
-    stats, bad = total
-    if bad is not None:
-        raise nonfinite_error(bad)
-    if chunks:
-        stats["centroids"] = np.hstack([c[0]["cent"] for c in chunks])
+def _finish_fit(total: Sums) -> dict:
+    """The summed statistics (raising on a non-finite entry), with the centroids of in-memory chunks stacked in feature order."""
+    stats = dict(total.finish())
+    if "centroids" in stats:
+        stats["centroids"] = np.hstack(stats["centroids"])
     return stats
 
 
+class LflPass(Pass):
+    """The LFL fit pass as the fit runner runs it (:func:`lfl_fit_pass`; **one pass** over X).
+
+    Parameters are those of :func:`lfl_fit_pass`. Its checkpoint (``"lfl"``)
+    holds the lanes' sums (only with ``out_group``: the centroids are then in
+    the model group), then the result dict.
+    """
+
+    kind = "lfl"
+
+    def __init__(self, X: da.Array, codes, n_classes: int, **options):
+        super().__init__()
+        self.X, self.codes, self.n_classes, self.options = X, codes, n_classes, options
+
+    def graph(self, lanes=None):
+        return lfl_fit_pass(self.X, self.codes, self.n_classes, checkpoint=lanes, **self.options)
+
+    def key(self) -> dict:
+        return {name: value for name, value in self.options.items() if name != "out_group"}
+
+
 def _lfl_project_chunk(block, offset, cent_block, Dm, seed, k, density, precision="auto"):
-    """X_j [C_j^T Dm, R_j] (n x d, float64) for one chunk, via the chunk centred by its own means.
+    """X_j [C_j^T Dm, R_j] (n x d, float64) for one chunk, through :func:`~wideml.passes.loadings.centred_product`.
 
     X W = X_c W + 1 (c^T W) with X_c = X - 1 c^T, c the chunk's feature means
     rounded to the working dtype: the product runs in that dtype on centred
     data (no float64 copy of float32 data, no precision lost to offsets) and
-    the offset term in float64. Raises NonFiniteError on NaN/inf.
+    the offset term in float64; the sparse part X R = X_c R + 1 (R^T c)^T on
+    the same centred chunk. Raises NonFiniteError on NaN/inf.
     """
-    block, owned = materialise(block)
-    dt = work_dtype(block.dtype, precision)
-    x, _, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned, mean=False)
-    if bad is not None:
-        raise nonfinite_error(bad)
-    W = np.asarray(cent_block, dtype=np.float64).T @ Dm
-    out = as_float64(x @ W.astype(dt)) + c @ W
+    out, x, c = centred_product(block, offset, np.asarray(cent_block, dtype=np.float64).T @ Dm, precision)
     if k:
         R = sparse_sign_rows(seed, int(offset), int(offset) + x.shape[1], k, density)
         out = np.hstack([out, _times_sparse(x, R) + _sparse_t_times(R, c)])
@@ -349,16 +338,12 @@ def lfl_project_pass(X: da.Array, centroids, Dm: np.ndarray, *, n_random: int, s
     dask.delayed.Delayed
         Computes to the n x (n_deltas + n_random) float64 projection.
     """
-    from wideml.passes.blocks import aligned_blocks
-    from wideml.passes.loadings import _add
-
     work_dtype(X.dtype, precision)  # validate early
-
     stripes, offsets = feature_stripes(X, direct=True)
     cents = aligned_blocks(centroids, X.chunks[1], offsets, axis=1)
     task = dask.delayed(_lfl_project_chunk, pure=True)
     parts = [task(s, int(o), c, Dm, seed, n_random, density, precision) for s, o, c in zip(stripes, offsets, cents)]
-    return tree_reduce(parts, _add) if len(parts) > 1 else parts[0]
+    return tree_reduce(parts, add_arrays)
 
 
 def lfl_components(centroids, Dm: np.ndarray, *, n_features: int, n_random: int, seed: int, density: float, chunk: int) -> da.Array:

@@ -6,6 +6,10 @@ chunk's class medians (read back from the model group) when D_m is
 non-zero. The same task returns m_j^T A_j (m_j the chunk's feature means),
 whose sum is the offset that maps raw projections X_new A onto the
 centred coordinates used during fit.
+
+:func:`centred_product` is the one recipe projecting a chunk of new data
+through fitted loadings (the Gram projections' :func:`project_pass` and LFL's
+projection use it); :class:`EmitPass` is the emit pass as the fit runner runs it.
 """
 
 from __future__ import annotations
@@ -13,12 +17,15 @@ from __future__ import annotations
 import dask
 import dask.array as da
 import numpy as np
+import zarr
 
 from wideml.passes.blocks import aligned_blocks, feature_stripes, materialise, nonfinite_error, shared
-from wideml.passes.reduce import tree_reduce
 from wideml.passes.chunkmath import as_float64, centre, work_dtype
-from wideml.passes.timing import phase, product
+from wideml.passes.gram import FEATURE_MEAN
 from wideml.passes.outputs import write_output
+from wideml.passes.reduce import Sums, fold_in_lanes, sum_chunk_results, tree_reduce
+from wideml.passes.spec import Pass, digest
+from wideml.passes.timing import phase, product
 
 LOADINGS = "loadings"
 
@@ -39,20 +46,13 @@ def _emit_chunk(block, offset, B, Dm, med, group_path, keep, embed, precision):
         with phase("writes"):
             write_output(group_path, LOADINGS, A, int(offset), axis=0)
     XA, AtA = (as_float64(product(x, A.astype(dt))) + shift, A.T @ A) if embed else (None, None)
-    return (shift, A if keep else None, XA, AtA)
+    return Sums({"shift": shift, "A": [A] if keep else None, "XA": XA, "AtA": AtA})
 
 
-def _sum_shift(*parts):
-    total = [sum(p[0] for p in parts), None, None, None]
-    if parts[0][2] is not None:
-        total[2] = sum(p[2] for p in parts)
-        total[3] = sum(p[3] for p in parts)
-    return tuple(total)
-
-
-def _add_emitted(acc, part):
-    """Add one chunk's (shift, None, XA, AtA) into a lane's sums (a fresh tuple; the arrays are small)."""
-    return (acc[0] + part[0], None, None if acc[2] is None else acc[2] + part[2], None if acc[3] is None else acc[3] + part[3])
+def _emitted(total: Sums) -> tuple:
+    sums = total.finish()
+    A = np.vstack(sums["A"]) if sums["A"] is not None else None  # in-memory loadings, in feature order
+    return sums["shift"], A, sums["XA"], sums["AtA"]
 
 
 def emit_pass(
@@ -101,18 +101,35 @@ def emit_pass(
     stripes, offsets = feature_stripes(X, direct=True)
     keep = group_path is None
     med_blocks = aligned_blocks(medians, X.chunks[1], offsets, axis=1) if Dm is not None else [None] * len(stripes)
-    task = dask.delayed(_emit_chunk, pure=True)
     B_d, Dm_d = shared(B), shared(Dm)
+    args = [(s, int(o), B_d, Dm_d, mb, group_path, keep, with_embedding, precision) for s, o, mb in zip(stripes, offsets, med_blocks)]
     if checkpoint is not None and not keep:
-        from wideml.passes.reduce import fold_in_lanes
+        total = fold_in_lanes(_emit_chunk, args, checkpoint=checkpoint)
+    else:
+        total = sum_chunk_results(_emit_chunk, args)
+    return dask.delayed(_emitted, pure=True)(total)
 
-        args = [(s, int(o), B_d, Dm_d, mb, group_path, keep, with_embedding, precision) for s, o, mb in zip(stripes, offsets, med_blocks)]
-        return fold_in_lanes(_emit_chunk, args, _add_emitted, _sum_shift, checkpoint=checkpoint)
-    parts = [task(s, int(o), B_d, Dm_d, mb, group_path, keep, with_embedding, precision) for s, o, mb in zip(stripes, offsets, med_blocks)]
-    total = tree_reduce(parts, _sum_shift) if len(parts) > 1 else dask.delayed(_sum_shift, pure=True)(parts[0])
-    if keep:
-        return dask.delayed(lambda t, *blocks: (t[0], np.vstack([b[1] for b in blocks]), t[2], t[3]), pure=True)(total, *parts)
-    return total
+
+class EmitPass(Pass):
+    """The emit pass as the fit runner runs it (:func:`emit_pass`; **one pass** over X).
+
+    Parameters are those of :func:`emit_pass`. Its checkpoint (``"emit"``,
+    keyed by a digest of B and Dm) holds the lanes' sums (with a
+    ``group_path``, where the loadings of the chunks already folded are), then
+    the result tuple.
+    """
+
+    kind = "emit"
+
+    def __init__(self, X: da.Array, B: np.ndarray, Dm: np.ndarray | None = None, **options):
+        super().__init__()
+        self.X, self.B, self.Dm, self.options = X, B, Dm, options
+
+    def graph(self, lanes=None):
+        return emit_pass(self.X, self.B, self.Dm, checkpoint=lanes, **self.options)
+
+    def key(self) -> dict:
+        return {"B": digest(self.B, self.Dm)}
 
 
 #: Features per block when the loadings are assembled from the model group.
@@ -165,10 +182,6 @@ def assemble_loadings(group_path: str, widths, centroids: str, basis_dir: str, E
 
 def _assemble_block(group_path: str, centroids: str, basis_dir: str, bounds: list, E: np.ndarray, Ws: np.ndarray):
     """Loadings of the features ``bounds[0]:bounds[-1]`` (whole chunks), written in place; returns (m^T A, A^T A) of the block."""
-    import zarr
-
-    from wideml.passes.gram import FEATURE_MEAN
-
     a, b = int(bounds[0]), int(bounds[-1])
     d = E.shape[1] + Ws.shape[1]
     group = zarr.open_group(group_path, mode="r+")
@@ -187,22 +200,40 @@ def _add_pairs(*parts):
     return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
 
-def _project_chunk(block, offset, A_block, precision="auto"):
-    """X_j A_j (m x d, float64) via the chunk centred by its own means: X A = X_c A + 1 (c^T A).
+def centred_product(block, offset: int, W, precision: str = "auto") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X_j W (m x d, float64) for one chunk of new data, via the chunk centred by its own means: X W = X_c W + 1 (c^T W).
 
-    The product runs in the working dtype on centred data (float32 stores lose
+    The one projection recipe of new data through fitted loadings. The
+    product runs in the working dtype on centred data (float32 stores lose
     nothing to feature offsets), the rank-one offset term in float64.
+
+    Returns
+    -------
+    (X_j W, x, c)
+        The projection, the centred chunk X_c (working dtype) and its centring
+        vector c (for further products of the same chunk, e.g. LFL's sparse part).
+
+    Raises
+    ------
+    NonFiniteError
+        If the chunk holds NaN or inf.
     """
     block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
     x, _, c, bad = centre(block, int(offset), dt, reuse=not owned, inplace=owned, mean=False)
     if bad is not None:
         raise nonfinite_error(bad)
-    A = np.asarray(A_block, dtype=np.float64)
-    return as_float64(x @ A.astype(dt)) + c @ A
+    W = np.asarray(W, dtype=np.float64)
+    return as_float64(x @ W.astype(dt)) + c @ W, x, c
 
 
-def _add(*parts):
+def _project_chunk(block, offset, A_block, precision="auto"):
+    """X_j A_j (m x d, float64): :func:`centred_product` with the chunk's rows of the loadings."""
+    return centred_product(block, offset, A_block, precision)[0]
+
+
+def add_arrays(*parts: np.ndarray) -> np.ndarray:
+    """The sum of arrays, touching none of them (a tree reduction's combine for a pass summing one array)."""
     out = parts[0].copy()
     for p in parts[1:]:
         out += p
@@ -229,4 +260,4 @@ def project_pass(X: da.Array, A, precision: str = "auto") -> "dask.delayed.Delay
     A_blocks = aligned_blocks(A, X.chunks[1], offsets, axis=0)
     task = dask.delayed(_project_chunk, pure=True)
     parts = [task(s, int(o), a, precision) for s, o, a in zip(stripes, offsets, A_blocks)]
-    return tree_reduce(parts, _add)
+    return tree_reduce(parts, add_arrays)

@@ -10,6 +10,9 @@ anything else goes through zarr.
 from __future__ import annotations
 
 import numpy as np
+import zarr
+
+from wideml.storage.rawchunks import write_aligned
 
 
 def write_output(group_path: str | None, name: str, values: np.ndarray, offset: int, axis: int | None = None) -> None:
@@ -31,13 +34,9 @@ def write_output(group_path: str | None, name: str, values: np.ndarray, offset: 
     """
     if group_path is None or values.size == 0:
         return
-    from wideml.storage.rawchunks import write_aligned
-
     axis = values.ndim - 1 if axis is None else axis
     if write_aligned(f"{group_path}/{name}", values, offset, axis=axis):
         return
-    import zarr
-
     arr = zarr.open_array(f"{group_path}/{name}", mode="r+")
     index = [slice(None)] * values.ndim
     index[axis] = slice(offset, offset + values.shape[axis])

@@ -12,7 +12,7 @@ import dask.array as da
 import numpy as np
 
 from wideml.passes.blocks import check_finite, feature_stripes, materialise
-from wideml.passes.reduce import sum_keyed, tree_reduce
+from wideml.passes.reduce import Sums, tree_reduce
 
 
 def columns_at(block: np.ndarray, offset: int, feature_idx: np.ndarray) -> np.ndarray:
@@ -41,10 +41,10 @@ def _sample_chunk(stripe, offset, feature_idx):
     vals = columns_at(block, offset, feature_idx)
     if not np.all(np.isfinite(vals)):
         check_finite(block, offset)
-    return {"pieces": [(offset, vals)]}
+    return Sums({"pieces": [(offset, vals)]})
 
 
-def _in_feature_order(total: dict) -> np.ndarray:
+def _in_feature_order(total: Sums) -> np.ndarray:
     return np.concatenate([vals for _, vals in sorted(total["pieces"], key=lambda piece: piece[0])], axis=1)
 
 
@@ -74,7 +74,7 @@ def sampled_features_pass(X: da.Array, feature_idx: np.ndarray):
     parts = [task(s, int(o), idx) for s, o, e in zip(stripes, offsets, ends) if np.searchsorted(idx, o) < np.searchsorted(idx, e)]
     if not parts:
         return dask.delayed(np.zeros)((X.shape[0], 0))
-    return dask.delayed(_in_feature_order, pure=True)(tree_reduce(parts, sum_keyed))
+    return dask.delayed(_in_feature_order, pure=True)(tree_reduce(parts))
 
 
 def sampled_features_local(X: np.ndarray, feature_idx: np.ndarray) -> np.ndarray:

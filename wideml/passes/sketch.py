@@ -43,12 +43,13 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, nonfinite_error, shared, sub_stripe_width
-from wideml.passes.reduce import fold_in_lanes, tree_reduce
+from wideml.passes.blocks import feature_stripes, materialise, shared, sub_stripe_width
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, one_hot, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
 from wideml.passes.keyed_random import gaussian_rows
 from wideml.passes.outputs import write_output
+from wideml.passes.reduce import Sums, fold_in_lanes, sum_chunk_results
+from wideml.passes.spec import Pass, digest
 from wideml.passes.timing import phase, product
 
 CENTRINGS = ("class", "pooled")
@@ -80,9 +81,10 @@ def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, me
 
     Returns
     -------
-    tuple
-        (Y (n x l), centroid Gram of means or None, centroid Gram of medians or
-        None, first non-finite entry or None, dict of further sums), all float64.
+    Sums
+        ``Y`` (n x l), ``means_gram`` and ``medians_gram`` (centroid Grams, or
+        None) and the further sums asked for (``XU``, ``MQ``, ``ZtZ``), all
+        float64; or the first non-finite entry.
     """
     block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
@@ -91,7 +93,7 @@ def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, me
     for a in range(0, block.shape[1], width):
         part, out = _sketch_stripe(block[:, a : a + width], int(offset) + a, codes, n_classes, centring, seed, n_cols, Q,
                                    medians, out_group is not None, dt, final, embed_first, owned)
-        if part[3] is not None:  # sub-stripes run in feature order: this is the chunk's lowest bad index
+        if part.error is not None:  # sub-stripes run in feature order: this is the chunk's lowest bad index
             return part
         parts.append(part)
         outputs.append(out)
@@ -101,7 +103,7 @@ def _sketch_chunk(block, offset, codes, n_classes, centring, seed, n_cols, Q, me
         elif out_group is not None and Q is None:
             for name in outputs[0]:
                 write_output(out_group, name, np.concatenate([o[name] for o in outputs], axis=-1), int(offset))
-    return _combine(*parts) if len(parts) > 1 else parts[0]
+    return Sums.combine(*parts) if len(parts) > 1 else parts[0]
 
 
 def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, medians, keep, dt=np.float64, final=False,
@@ -121,7 +123,7 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
     with phase("centring"):
         x, m, c, bad = centre(block, offset, dt, reuse=not owned, inplace=owned, mean=not first and centring != "class")
     if bad is not None:
-        return (None, None, None, bad, extra), outputs
+        return Sums(error=bad), outputs
     counts = np.bincount(codes, minlength=n_classes)
     Mc = None  # class means of x (K x w, float64)
     if first:
@@ -174,7 +176,7 @@ def _sketch_stripe(block, offset, codes, n_classes, centring, seed, n_cols, Q, m
                 outputs[SKETCH_BASIS] = Z.astype(dt)  # stored in the working dtype: float32 halves the temporary
         else:
             Y -= (Mu @ Z)[rows]
-    return (Y, cg_means, cg_meds, None, extra), outputs
+    return Sums({"Y": Y, "means_gram": cg_means, "medians_gram": cg_meds, **extra}), outputs
 
 
 #: Features per block of a power step: both products of a block run while it is still in cache.
@@ -243,50 +245,9 @@ def _power_products(x, Q, codes, n_classes, counts, pooled_shift, dt):
     return Z, Y, S
 
 
-def _combine(*parts):
-    bads = [p[3] for p in parts if p[3] is not None]
-    if bads:
-        return None, None, None, min(bads), {}
-    Y = parts[0][0].copy()
-    cgm = None if parts[0][1] is None else parts[0][1].copy()
-    cgd = None if parts[0][2] is None else parts[0][2].copy()
-    extra = {key: val.copy() for key, val in parts[0][4].items()}
-    for p in parts[1:]:
-        Y += p[0]
-        if cgm is not None:
-            cgm += p[1]
-        if cgd is not None:
-            cgd += p[2]
-        for key in extra:
-            extra[key] += p[4][key]
-    return Y, cgm, cgd, None, extra
-
-
-def _add_into(acc, part):
-    """Add one chunk's partial sums into a lane's accumulator (in place; see :func:`fold_in_lanes`)."""
-    with phase("reductions"):
-        return _add_parts(acc, part)
-
-
-def _add_parts(acc, part):
-    if acc[3] is not None or part[3] is not None:
-        return None, None, None, min(b for b in (acc[3], part[3]) if b is not None), {}
-    Y, cgm, cgd, _, extra = acc
-    Y += part[0]
-    if cgm is not None:
-        cgm += part[1]
-    if cgd is not None:
-        cgd += part[2]
-    for key in extra:
-        extra[key] += part[4][key]
-    return Y, cgm, cgd, None, extra
-
-
-def _finish(total):
-    Y, cgm, cgd, bad, extra = total
-    if bad is not None:
-        raise nonfinite_error(bad)
-    return Y, cgm, cgd, extra
+def _finish(total: Sums):
+    sums = dict(total.finish())
+    return sums.pop("Y"), sums.pop("means_gram"), sums.pop("medians_gram"), sums
 
 
 def sketch_pass(
@@ -364,15 +325,33 @@ def sketch_pass(
         raise ValueError(f"centring must be one of {CENTRINGS}")
     work_dtype(X.dtype, precision)  # validate early
     stripes, offsets = feature_stripes(X, direct=True)
-    task = dask.delayed(_sketch_chunk, pure=True)
     width = sub_stripe_width(X.shape[0], copies=2 + (1 if medians else 0))
     if embed_first not in (None, "mean", "median") or (embed_first == "median" and not medians):
         raise ValueError("embed_first must be None, 'mean', or 'median' (which needs medians=True)")
     codes_d, Q_d = shared(codes), shared(Q)
-    if checkpoint is not None:
-        args = [(s, int(o), codes_d, n_classes, centring, seed, n_cols, Q_d, medians, out_group, width, precision, final, embed_first)
-                for s, o in zip(stripes, offsets)]
-        return dask.delayed(_finish, pure=True)(fold_in_lanes(_sketch_chunk, args, _add_into, _combine, checkpoint=checkpoint))
-    parts = [task(s, int(o), codes_d, n_classes, centring, seed, n_cols, Q_d, medians, out_group, width, precision, final, embed_first)
-             for s, o in zip(stripes, offsets)]
-    return dask.delayed(_finish, pure=True)(tree_reduce(parts, _combine))
+    args = [(s, int(o), codes_d, n_classes, centring, seed, n_cols, Q_d, medians, out_group, width, precision, final, embed_first)
+            for s, o in zip(stripes, offsets)]
+    total = fold_in_lanes(_sketch_chunk, args, checkpoint=checkpoint) if checkpoint is not None else sum_chunk_results(_sketch_chunk, args)
+    return dask.delayed(_finish, pure=True)(total)
+
+
+class SketchPass(Pass):
+    """A sketch, power or final pass of the randomized solver as the fit runner runs it (:func:`sketch_pass`; **one pass** over X).
+
+    Parameters are those of :func:`sketch_pass`. Its checkpoint is named
+    ``"sketch"`` (no ``Q``) or ``"power"`` and keyed by the seed, the options
+    and a digest of ``Q``, so a resumed fit retraces the same iterates.
+    """
+
+    def __init__(self, X: da.Array, codes: np.ndarray, n_classes: int, **options):
+        super().__init__()
+        self.X, self.codes, self.n_classes, self.options = X, codes, n_classes, options
+        self.kind = "sketch" if options.get("Q") is None else "power"
+
+    def graph(self, lanes=None):
+        return sketch_pass(self.X, self.codes, self.n_classes, checkpoint=lanes, **self.options)
+
+    def key(self) -> dict:
+        key = {name: value for name, value in self.options.items() if name not in ("Q", "out_group")}
+        key["Q"] = digest(self.options.get("Q"))
+        return key

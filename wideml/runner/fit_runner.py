@@ -1,13 +1,19 @@
 """The one fit runner: a fit's passes over X, its BLAS-thread rule and its model work directory.
 
-A fit makes a known number of passes over X (its ``n_fit_passes``). It runs
-each of them through one :class:`FitPasses`, which
+A fit makes a known number of passes over X (its ``n_fit_passes``). It
+declares each of them as a :class:`~wideml.passes.spec.Pass` (how to build its
+graph, its in-memory form, what its checkpoint holds) and hands it to one
+:class:`FitPasses`, which
 
 - gives the pass its number in the progress label
   ("KernelPCA fit, pass 1/1: Gram"), runs its dask graph, or the same chunk
-  functions directly on an in-memory array (``local=``, no graph, one BLAS
-  thread), or takes its result from a completed checkpoint of a resumable fit
-  (:func:`wideml.runner.resume.run_pass`), and counts it;
+  functions directly on an in-memory array (the pass's ``local`` form, no
+  graph, one BLAS thread), and counts it;
+- in a resumable fit, gives the pass its checkpoint (keyed by its number, its
+  ``kind`` and its ``key()``), hands the checkpoint to the pass's graph (whose
+  lanes save into it), saves the pass's result, and takes the result of a
+  completed pass from its checkpoint instead (:func:`wideml.runner.resume.run_pass`);
+  the fit never sees a checkpoint;
 - makes the model group the passes write p-sized arrays into
   (:meth:`FitPasses.model_group`: in the resumable fit's work directory, else
   a fresh folder of the estimator's ``workdir``), and moves a resumed fit's
@@ -15,6 +21,9 @@ each of them through one :class:`FitPasses`, which
   (:meth:`FitPasses.settle`);
 - sets ``n_fit_passes_`` (:meth:`FitPasses.record`), which tests compare with
   the chunk reads counted on the store (``tests/estimators/test_fit_passes.py``).
+
+:func:`run_new_data` runs a pass over new data (``transform``, ``predict``:
+not a fit's, not counted, never checkpointed) the same way.
 
 The BLAS-thread rule lives here too: work on n x K or n x l matrices, and
 in-memory chunk functions, run on one BLAS thread (:func:`one_blas_thread`):
@@ -27,10 +36,17 @@ the scheduler's rule applies (:mod:`wideml.runtime.compute`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from typing import Any
 
+import dask
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from wideml.passes.spec import Pass
 from wideml.runner import resume as _resume
+from wideml.runner.workdir import new_model_group
+from wideml import runtime  # runtime.compute, looked up when a pass runs (tests record the labels through it)
+from wideml.runtime import scheduler
 from wideml.runtime.checkpoint import PassCheckpoint
 
 #: Below this many samples n x n algebra runs on one BLAS thread: OpenBLAS threads on small
@@ -44,8 +60,6 @@ def one_blas_thread():
     """Context running BLAS on one thread (n x K and n x l algebra, in-memory chunk functions)."""
     global _CONTROLLER
     if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
         _CONTROLLER = ThreadpoolController()  # inspecting the loaded BLAS libraries once (~ms), not per call
     return _CONTROLLER.limit(limits=1, user_api="blas")
 
@@ -53,10 +67,6 @@ def one_blas_thread():
 def algebra_threads(n: int):
     """Context for n x n algebra: one BLAS thread below ``SMALL_ALGEBRA_N`` samples, all threads from there up."""
     return one_blas_thread() if n < SMALL_ALGEBRA_N else contextlib.nullcontext()
-
-
-def _same(value: Any) -> Any:
-    return value
 
 
 class FitPasses:
@@ -101,36 +111,69 @@ class FitPasses:
         self.name = name if name is not None else f"{type(estimator).__name__} fit"
         self.first = int(first)
         self.done = 0
-        # in-memory X of one feature chunk: its graphs run in this thread (no task scheduling; BLAS threads free)
-        self.in_process = data is not None and data.in_memory and data.X.numblocks[1] == 1
+        self._data = data
+
+    @property
+    def in_process(self) -> bool:
+        """Whether the fit's graphs run in this thread: in-memory X of one feature chunk (no task scheduling; BLAS threads free).
+
+        Asked only when a pass runs a graph, so a fit whose passes all run
+        their in-memory form never builds a dask view of X.
+        """
+        data = self._data
+        return data is not None and data.in_memory and data.X.numblocks[1] == 1
+
+    @classmethod
+    def for_fit(cls, estimator: Any, total: int, data: Any) -> FitPasses:
+        """The runner of ``estimator.fit(data)``: resumable when the fit is (a store's fit inside a resumable block).
+
+        Parameters
+        ----------
+        estimator : estimator
+        total : int
+            Passes over X the fit makes.
+        data : FitInput
+            The fit's input (its fingerprint keys the fit's checkpoints: :func:`wideml.runner.resume.begin`).
+        """
+        return cls(estimator, total, _resume.begin(estimator, data), data)
+
+    @classmethod
+    def for_run(cls, name: str, fingerprint: str, params: dict, data: Any, total: int, *, first: int = 1,
+                resumable: bool = True) -> FitPasses:
+        """The runner of a run that is not one estimator's fit (a cross-validation), named ``name`` in its labels.
+
+        It checkpoints in a resumable block on a store, its checkpoints keyed by
+        ``fingerprint`` (the run's name) and ``params``
+        (:func:`wideml.runner.resume.begin_with`), or in the session a fit of the
+        same block has begun; ``resumable=False`` never checkpoints. ``first``
+        numbers its checkpoints apart from a fit's sharing the session.
+        """
+        session = (_resume.begin_with(data, fingerprint, params) or _resume.begun()) if resumable else None
+        return cls(None, total, session, data, name=name, first=first)
 
     def label(self, what: str) -> str:
         """Progress label of the next pass, e.g. ``"KernelLOL fit, pass 1/1: Gram"``."""
         return f"{self.name}, pass {self.done + 1}/{self.total}: {what}"
 
-    def checkpoint(self, kind: str, **key: Any) -> PassCheckpoint | None:
-        """Checkpoints of the next pass in a resumable fit (None otherwise), keyed by ``kind`` and ``key``."""
+    def _checkpoint(self, step: Pass) -> PassCheckpoint | None:
+        """The checkpoints of the next pass in a resumable fit (None otherwise), keyed by the pass's kind and key."""
+        if self.session is None or step.kind is None:
+            return None
         return _resume.pass_checkpoint(self.session, self.first + self.done, self.total, f"{self.name}, pass {self.done + 1}/{self.total}",
-                                       kind=kind, **key)
+                                       kind=step.kind, **step.key())
 
-    def run(self, checkpoint: PassCheckpoint | None, build: Callable[[PassCheckpoint | None], Any], what: str, *,
-            local: Callable[[], Any] | None = None, to_state: Callable[[Any], Any] = _same,
-            from_state: Callable[[Any], Any] = _same) -> Any:
+    def run(self, step: Pass, what: str) -> Any:
         """Run the next pass over X and count it.
 
         Parameters
         ----------
-        checkpoint : PassCheckpoint or None
-            The pass's checkpoints in a resumable fit (its saved result is used when complete), else None.
-        build : callable
-            ``build(checkpoint)`` returns the pass's dask graph (one collection).
+        step : Pass
+            The pass: its ``local`` form when it has one (run directly on the
+            in-memory X, one BLAS thread), else its graph, computed under its
+            label; in a resumable fit its checkpoint gives a completed pass's
+            result, and else receives its lanes and its result.
         what : str
             What the pass computes, for its label.
-        local : callable, optional
-            The same pass run directly on an in-memory X (no graph, one BLAS
-            thread); when given it is run instead of the graph.
-        to_state, from_state : callable, optional
-            Conversions of the result to and from its checkpointable form.
 
         Returns
         -------
@@ -138,25 +181,20 @@ class FitPasses:
         """
         if self.done >= self.total:
             raise RuntimeError(f"{self.name} ran more than its {self.total} pass(es) over X")
-        if local is not None:
+        if step.local is not None:
             with one_blas_thread():
-                value = local()
+                value = step.local()
         else:
+            checkpoint = self._checkpoint(step)
             with self._scheduler():
-                value = _resume.run_pass(checkpoint, build, self.label(what), to_state=to_state, from_state=from_state)
+                value = _resume.run_pass(checkpoint, step, self.label(what))
         self.done += 1
         return value
 
     def _scheduler(self):
         """The synchronous scheduler for :attr:`in_process` input when no cluster client is active, else the active one."""
-        if not self.in_process:
+        if not self.in_process or scheduler.active_client() is not None:
             return contextlib.nullcontext()
-        from wideml.runtime.scheduler import active_client
-
-        if active_client() is not None:
-            return contextlib.nullcontext()
-        import dask
-
         return dask.config.set(scheduler="sync")
 
     def model_group(self, arrays: dict) -> str:
@@ -168,9 +206,11 @@ class FitPasses:
         """
         if self.session is not None:
             return _resume.model_group(self.session, arrays)
-        from wideml.runner.workdir import new_model_group
-
         return new_model_group(self.estimator, getattr(self.estimator, "workdir", None), arrays)
+
+    def add_array(self, group: str, name: str, shape: tuple[int, ...], chunks: tuple[int, ...]) -> None:
+        """Add the empty float64 array ``name`` to the model group (a resumed fit keeps the one its interrupted run filled)."""
+        _resume.ensure_array(group, name, shape, chunks)
 
     def settle(self, group: str | None) -> str | None:
         """A resumable fit's finished model group, moved out of its work directory (removed once the fit succeeds)."""
@@ -187,4 +227,33 @@ class FitPasses:
         return self.done
 
 
-__all__ = ["SMALL_ALGEBRA_N", "FitPasses", "algebra_threads", "one_blas_thread"]
+def run_new_data(step: Pass, label: str, offset: Any = None) -> Any:
+    """Run a pass over new data (``transform``, ``predict``; not a fit's: not counted, never checkpointed).
+
+    The one recipe of every estimator's projection of new data: the pass's
+    ``local`` form when it has one (the new data already in memory; no graph,
+    one BLAS thread), else its graph computed under ``label``; then the fitted
+    ``offset`` subtracted, when given, so the result is in the centred
+    coordinates of the training embedding.
+
+    Parameters
+    ----------
+    step : Pass
+        E.g. ``Pass(lambda: project_pass(X, loadings))``.
+    label : str
+        Progress label, e.g. ``"LOL transform: one pass"``.
+    offset : ndarray or float, optional
+
+    Returns
+    -------
+    The pass's result, less ``offset``.
+    """
+    if step.local is not None:
+        with one_blas_thread():
+            out = step.local()
+    else:
+        (out,) = runtime.compute(step.graph(), label=label)
+    return out if offset is None else np.subtract(out, offset)
+
+
+__all__ = ["SMALL_ALGEBRA_N", "FitPasses", "algebra_threads", "one_blas_thread", "run_new_data"]

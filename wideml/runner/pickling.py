@@ -23,8 +23,9 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from wideml.runner.work_reads import SAVE_FIX, WORK_LAYER_PREFIX
+from wideml import runtime  # runtime.compute, looked up when it runs (tests record the labels through it)
 from wideml.exceptions import WidemlError
+from wideml.runner.work_reads import SAVE_FIX, WORK_LAYER_PREFIX
 
 #: Most bytes of work-folder arrays a pickled estimator carries as values (256 MiB).
 EMBED_LIMIT_BYTES = 256 * 2**20
@@ -119,9 +120,7 @@ def portable_state(state: dict, owner: str) -> dict:
             f"{EMBED_LIMIT_BYTES / 2**20:.0f} MiB a pickle carries, and the folder is removed with the fitting process; "
             f"{SAVE_FIX} (a model folder), which any process can load."
         )
-    from wideml.runtime import compute
-
-    computed = compute(*found, label=f"pickling {owner}: reading its fitted arrays from the work folder")
+    computed = runtime.compute(*found, label=f"pickling {owner}: reading its fitted arrays from the work folder")
     values = {id(a): da.from_array(np.asarray(v), chunks=a.chunks, name=f"wideml-pickled-{a.name}") for a, v in zip(found, computed)}
     out = _replace(state, values, {})
     if out is state:

@@ -1,24 +1,35 @@
 """Resumable store fits: a fit's fingerprint, its model group and its pass checkpoints.
 
-Used by :class:`wideml.estimators.gram.projector.GramProjector` when a fit runs
-inside :func:`wideml.runtime.checkpoint.resumable` (the CLI ``fit`` opens one
-at ``<output>.wideml-work``). The model group then lives in the work
+Used by the fit runner (:class:`wideml.runner.fit_runner.FitPasses`) when a fit
+runs inside :func:`wideml.runtime.checkpoint.resumable` (the CLI ``fit`` opens
+one at ``<output>.wideml-work``). The model group then lives in the work
 directory, so the p-sized outputs written chunk by chunk before an interrupt
 are still there when the rerun skips those chunks; it is moved out when the
-fit succeeds.
+fit succeeds. :class:`SavedSteps` saves whole steps of a run (one CV fold's
+fit and error) the same way.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
 import shutil
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import zarr
 
-from wideml.runtime.checkpoint import PassCheckpoint, Session, active, digest
+from wideml._version import __version__
+from wideml.passes.spec import Pass
+from wideml.runner.workdir import create_arrays, make_work_folder, own_folder, resolve_workdir
+from wideml import runtime  # runtime.compute, looked up when a pass runs (tests record the labels through it)
+from wideml.runtime.checkpoint import PassCheckpoint, Session, active, digest, resumable
+from wideml.runtime.config import config_bool
+from wideml.runtime.removal import register_scratch
+from wideml.storage.featurestore import FeatureStore
 
 
 def store_fingerprint(path: str) -> dict:
@@ -57,8 +68,6 @@ def begin(est: Any, data: Any) -> Session | None:
 
 def fingerprint(data: Any, name: str, params: dict) -> dict | None:
     """The fingerprint (version, store, parameters) of a store-backed fit or run ``name``; None for other input."""
-    from wideml._version import __version__
-
     if data.in_memory or "store" not in data.source:
         return None
     store = dict(store_fingerprint(data.source["store"]), labels=digest(np.asarray(data.codes)), chunks=list(map(int, data.X.chunks[1])))
@@ -101,10 +110,35 @@ def saved_step(session: Session | None, index: int, total: int, key: dict, run: 
     return value
 
 
+class SavedSteps:
+    """Whole steps of a run that is not a fit (e.g. each CV fold's fit and error), each saved once done, so a rerun skips it.
+
+    Parameters
+    ----------
+    data : FitInput
+        The run's input; a store's run inside a resumable block checkpoints
+        (its fingerprint: ``name``, ``params``), or joins the session a run of
+        the same block has begun.
+    name : str
+        The run's name in its fingerprint.
+    params : dict
+    first : int
+        Checkpoint index of the first step (keeps the run's steps apart from others in the session).
+    total : int
+        Steps of the run (for messages).
+    """
+
+    def __init__(self, data: Any, name: str, params: dict, first: int, total: int):
+        self.session = begin_with(data, name, params) or begun()
+        self.first, self.total = int(first), int(total)
+
+    def run(self, index: int, key: dict, step: Callable[[], Any], label: str) -> Any:
+        """``step()`` (step ``index``, from 0), or its result saved by an interrupted run; ``label`` names it in messages."""
+        return saved_step(self.session, self.first + index, self.total, key, step, label=label)
+
+
 def model_group(session: Session, arrays: dict) -> str:
     """The model group in the work directory: reused when resuming, else created with empty arrays ``name -> (shape, chunks[, dtype])``."""
-    import zarr
-
     path = session.path("fitted.zarr")
     if not os.path.isdir(path) and session.has_checkpoints():
         # the passes saved so far wrote p-sized arrays into a group that is gone: the interrupted run had moved
@@ -118,17 +152,12 @@ def model_group(session: Session, arrays: dict) -> str:
         except Exception:  # an unreadable group from an interrupted run: made again below
             pass
         shutil.rmtree(path, ignore_errors=True)
-    from wideml.runner.workdir import create_arrays
-
     create_arrays(path, arrays)
     return path
 
 
 def settle_group(owner: Any, group: str, workdir: Any) -> str:
     """Move a finished model group out of the work directory (removed on success) into a fresh folder of ``workdir``."""
-    from wideml.runner.workdir import make_work_folder, own_folder, resolve_workdir
-    from wideml.runtime.removal import register_scratch
-
     folder = make_work_folder(resolve_workdir(workdir))
     register_scratch(folder)
     dest = os.path.join(folder, "fitted.zarr")
@@ -145,42 +174,24 @@ def pass_checkpoint(session: Session | None, index: int, total: int, label: str 
     return ck
 
 
-def run_pass(checkpoint: PassCheckpoint | None, build: Callable[[PassCheckpoint | None], Any], label: str,
-             to_state: Callable[[Any], Any] = lambda v: v, from_state: Callable[[Any], Any] = lambda v: v) -> Any:
-    """Compute one pass (the graph ``build(checkpoint)``), or take its result from a completed checkpoint."""
-    from wideml.runtime import compute
+def run_pass(checkpoint: PassCheckpoint | None, step: Pass, label: str) -> Any:
+    """Compute one pass (its graph, given the checkpoint of its lanes), or take its result from a completed checkpoint.
 
+    A checkpointed pass's result is saved as :meth:`Pass.save <wideml.passes.spec.Pass.save>`
+    makes it, and restored by :meth:`Pass.restore <wideml.passes.spec.Pass.restore>`.
+    """
     if checkpoint is not None:
         saved = checkpoint.result()
         if saved is not None:
-            return from_state(saved)
-    (value,) = compute(build(checkpoint), label=label)
+            return step.restore(saved)
+    (value,) = runtime.compute(step.graph(checkpoint), label=label)
     if checkpoint is not None:
-        checkpoint.save_result(to_state(value))
+        checkpoint.save_result(step.save(value))
     return value
 
 
-def gram_state(stats: Any) -> tuple:
-    """A :class:`~wideml.passes.gram.GramStats` as a checkpointable tuple."""
-    return (stats.G, stats.r, float(stats.s), int(stats.n_features), [(m.P, m.Q) for m in stats.medians])
-
-
-def fields_state(value: Any) -> tuple:
-    """A dataclass's fields, in order, as a checkpointable tuple (rebuilt with ``Class(*state)``)."""
-    import dataclasses
-
-    return tuple(getattr(value, f.name) for f in dataclasses.fields(value))
-
-
-def gram_from_state(state: tuple) -> Any:
-    from wideml.passes.gram import GramStats, MedianSet
-
-    G, r, s, n_features, meds = state
-    return GramStats(G=G, r=r, s=s, n_features=n_features, medians=[MedianSet(P, Q) for P, Q in meds])
-
-
-__all__ = ["AUTO_FOLDER_PREFIX", "auto_folder", "auto_resumable", "begin", "begin_with", "begun", "ensure_array", "fields_state", "fingerprint",
-           "saved_step", "gram_from_state", "gram_state", "model_group", "pass_checkpoint", "run_pass", "settle_group", "store_fingerprint"]
+__all__ = ["AUTO_FOLDER_PREFIX", "SavedSteps", "auto_folder", "auto_resumable", "begin", "begin_with", "begun", "ensure_array",
+           "fingerprint", "model_group", "pass_checkpoint", "run_pass", "saved_step", "settle_group", "store_fingerprint"]
 
 
 def ensure_array(group: str, name: str, shape: tuple[int, ...], chunks: tuple[int, ...]) -> None:
@@ -188,8 +199,6 @@ def ensure_array(group: str, name: str, shape: tuple[int, ...], chunks: tuple[in
 
     A resumed fit keeps the chunks its interrupted run already wrote.
     """
-    import zarr
-
     existing = zarr.open_group(group, mode="r+")
     if name in existing and tuple(existing[name].shape) == tuple(shape):
         return
@@ -208,15 +217,8 @@ def auto_folder(est: Any, X: Any) -> str | None:
     the estimator's class and its parameters (so a rerun of the same fit finds it, a fit
     with other parameters gets its own). A touched store is caught by the fit's fingerprint.
     """
-    import json
-
-    from wideml.runtime.config import config_bool
-    from wideml.storage.featurestore import FeatureStore
-
     if active() is not None or not isinstance(X, FeatureStore) or not config_bool("resume"):
         return None
-    from wideml.runner.workdir import resolve_workdir
-
     params = {k: v for k, v in est.get_params(deep=False).items() if k != "workdir"}
     text = json.dumps([os.path.realpath(str(X.path)), type(est).__name__, params], sort_keys=True, default=repr)
     return os.path.join(resolve_workdir(getattr(est, "workdir", None)), AUTO_FOLDER_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:16])
@@ -229,15 +231,11 @@ def auto_resumable(fit: Callable) -> Callable:
     checkpoints its passes into :func:`auto_folder` (removed when the fit succeeds), and
     the same fit run again after a crash resumes from it and says so on stderr.
     """
-    import functools
-
     @functools.wraps(fit)
     def wrapper(self, X, *args, **kwargs):
         folder = auto_folder(self, X)
         if folder is None:
             return fit(self, X, *args, **kwargs)
-        from wideml.runtime.checkpoint import resumable
-
         with resumable(folder, resume=True):
             return fit(self, X, *args, **kwargs)
 

@@ -16,12 +16,16 @@ file exists.
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 
 import dask.array as da
 import numpy as np
 
 from wideml.exceptions import StoreError
+from wideml.runtime.cluster_check import zarr_location
+from wideml.storage.integrity import chunk_layout, chunk_path, describe_chunk
 
 #: Name prefix of the graph layer holding a work folder's handle (how pickling finds the arrays read from a work folder).
 WORK_LAYER_PREFIX = "wideml-work-folder-"
@@ -43,8 +47,6 @@ def member_name(arr: da.Array, group_path: str) -> str:
             path, name = getattr(source, "path", None), getattr(source, "name", None)
             if isinstance(path, str) and isinstance(name, str) and os.path.normpath(path) == group:  # wideml's ZarrReader
                 return name
-            from wideml.runtime.cluster_check import zarr_location
-
             location = zarr_location(source) if type(source).__module__.startswith("zarr") else None
             if location is not None:
                 full = os.path.normpath(os.path.join(location[0], location[1] or ""))
@@ -69,10 +71,6 @@ def checked_reads(arr: da.Array, array_dir: str) -> da.Array:
         Same shape, chunks and values; its blocks raise :class:`WorkFolderGone`
         or :class:`StoreError` when a chunk file they cover is missing.
     """
-    import json
-
-    from wideml.storage.integrity import chunk_layout
-
     try:
         with open(os.path.join(array_dir, "zarr.json")) as f:
             layout = chunk_layout(array_dir, json.load(f))
@@ -85,14 +83,10 @@ def checked_reads(arr: da.Array, array_dir: str) -> da.Array:
 
 def _checked_block(block: np.ndarray, layout=None, block_info=None) -> np.ndarray:
     """``block``, once every chunk file it was read from is found to exist."""
-    from wideml.storage.integrity import chunk_path, describe_chunk
-
     if not block_info or 0 not in block_info:
         return block
     spans = block_info[0]["array-location"]
     ranges = [range(a // g, -(-b // g)) for (a, b), g in zip(spans, layout.grid)]
-    import itertools
-
     for key in itertools.product(*ranges):
         if os.path.exists(chunk_path(layout, key)):
             continue

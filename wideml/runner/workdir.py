@@ -8,11 +8,17 @@ import weakref
 
 import dask.array as da
 import numpy as np
+import zarr
+from dask.highlevelgraph import HighLevelGraph
 
 from wideml.exceptions import ConfigError
-
-
+from wideml.runner.work_reads import WORK_LAYER_PREFIX, checked_reads, member_name
+from wideml.runtime.cluster_check import require_directory
+from wideml.runtime.config import config_value
 from wideml.runtime.owned_names import WORK_FOLDER_PREFIX, is_work_folder_name, work_folder_name  # noqa: F401
+from wideml.runtime.ownership import create_claimed, sweep
+from wideml.runtime.preflight import require_free_space
+from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
 
 
 def array_specs(arrays: dict) -> list[tuple[str, tuple[int, ...], tuple[int, ...], np.dtype]]:
@@ -22,8 +28,6 @@ def array_specs(arrays: dict) -> list[tuple[str, tuple[int, ...], tuple[int, ...
 
 def create_arrays(path: str, arrays: dict) -> None:
     """A new zarr v3 group at ``path`` holding empty uncompressed arrays ``name -> (shape, chunks[, dtype])``."""
-    import zarr
-
     group = zarr.create_group(store=path, zarr_format=3)
     for name, shape, chunks, dtype in array_specs(arrays):
         group.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None, fill_value=0)
@@ -98,10 +102,6 @@ def keep_folder_alive(arr: da.Array, group_path: str, name: str | None = None) -
     handle = _HANDLES.get(group_path)
     if handle is None:  # a saved model's group: nothing to keep alive
         return arr
-    from dask.highlevelgraph import HighLevelGraph
-
-    from wideml.runner.work_reads import WORK_LAYER_PREFIX, checked_reads, member_name
-
     arr = checked_reads(arr, os.path.join(group_path, name or member_name(arr, group_path)))
     key = f"{WORK_LAYER_PREFIX}{arr.name}"
     graph = HighLevelGraph.merge(arr.dask, HighLevelGraph.from_collections(key, {key: handle}))
@@ -109,8 +109,6 @@ def keep_folder_alive(arr: da.Array, group_path: str, name: str | None = None) -
 
 
 def _remove(folder: str) -> None:
-    from wideml.runtime.removal import remove_tree, unregister_scratch
-
     remove_tree(folder)
     unregister_scratch(folder)
 
@@ -123,15 +121,11 @@ def sweep_work_folders(workdir: str | os.PathLike | None) -> list:
     list of Path
         The folders removed.
     """
-    from wideml.runtime.ownership import sweep
-
     return sweep(resolve_workdir(workdir), is_work_folder_name)
 
 
 def make_work_folder(parent: str) -> str:
     """Create a fresh ``wideml-fit-TOKEN`` folder in ``parent`` (never an existing one), with this process's owner record."""
-    from wideml.runtime.ownership import create_claimed
-
     os.makedirs(parent, exist_ok=True)
     for _ in range(10):
         folder = os.path.join(parent, work_folder_name())
@@ -163,8 +157,6 @@ def resolve_workdir(workdir: str | os.PathLike | None) -> str:
     str
     """
     if workdir is None:
-        from wideml.runtime.config import config_value
-
         workdir = config_value("workdir")
     if workdir is None:
         return os.path.realpath(tempfile.gettempdir())
@@ -202,10 +194,6 @@ def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict) -> s
     str
         Absolute path of the zarr group.
     """
-    from wideml.runtime.cluster_check import require_directory
-    from wideml.runtime.removal import register_scratch
-    from wideml.runtime.preflight import require_free_space
-
     parent = resolve_workdir(workdir)
     try:
         folder = make_work_folder(parent)

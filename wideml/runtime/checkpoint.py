@@ -14,7 +14,7 @@ A fit opened inside :func:`resumable` keeps, in one work directory,
 Checkpoints are plain ``.npy`` members of a zip (``np.savez``) plus a JSON
 description of the nesting; nothing is pickled and they are loaded with
 ``allow_pickle=False``. The directory is removed when the fit succeeds.
-This module imports no other wideml layer.
+This module imports only the runtime layer and wideml's exceptions.
 """
 
 from __future__ import annotations
@@ -28,10 +28,15 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+
+from wideml.exceptions import ConfigError, WidemlError
+from wideml.runtime import ownership
+from wideml.runtime.config import config_value
+from wideml.runtime.removal import remove_tree, unregister_scratch
 
 _ACTIVE: contextvars.ContextVar["Session | None"] = contextvars.ContextVar("wideml_checkpoint_session", default=None)
 
@@ -45,9 +50,6 @@ PART_REASONS = {
 
 def checkpoint_interval() -> float | None:
     """Seconds between two checkpoints of a lane (config ``wideml.checkpoint-interval``); None when off (0, off, false)."""
-    from wideml.exceptions import ConfigError
-    from wideml.runtime.config import config_value
-
     value = config_value("checkpoint-interval")
     if value is None or value is False or str(value).strip().lower() in ("off", "false", "no", "none", "0", "0.0"):
         return None
@@ -156,10 +158,11 @@ def digest(*arrays: Any) -> str:
 class LaneState:
     """What a lane carries from chunk task to chunk task: its accumulator and the chunks it has folded."""
 
-    __slots__ = ("lane", "acc", "done", "saved_at")
+    __slots__ = ("lane", "acc", "done", "saved_at", "encode")
 
-    def __init__(self, lane: int, acc: Any = None, done: Any = ()):
+    def __init__(self, lane: int, acc: Any = None, done: Any = (), encode: Callable[[Any], Any] | None = None):
         self.lane, self.acc, self.done, self.saved_at = int(lane), acc, set(int(i) for i in done), time.monotonic()
+        self.encode = encode  # the accumulator as a checkpointable nesting (None: it is one)
 
 
 class PassCheckpoint:
@@ -193,18 +196,25 @@ class PassCheckpoint:
         _write_json(os.path.join(self.folder, "pass.json"), meta)
         return int(default)
 
-    def load_lanes(self, lanes: int, n_chunks: int) -> list[LaneState]:
-        """Each lane's saved state (empty where none was saved), announcing on stderr how much is already done."""
+    def load_lanes(self, lanes: int, n_chunks: int, encode: Callable[[Any], Any] | None = None,
+                   decode: Callable[[Any], Any] | None = None) -> list[LaneState]:
+        """Each lane's saved state (empty where none was saved), announcing on stderr how much is already done.
+
+        ``encode`` and ``decode`` turn a lane's accumulator into its checkpointable
+        nesting and back (default: the accumulator is one).
+        """
         states = []
         for k in range(lanes):
-            state = LaneState(k)
+            state = LaneState(k, encode=encode)
             path = self.lane_path(k)
             if os.path.exists(path):
                 try:
                     acc, done = load_state(path)
-                    state = LaneState(k, acc, [i for i in done if i % lanes == k and i < n_chunks])
+                    if acc is not None and decode is not None:
+                        acc = decode(acc)
+                    state = LaneState(k, acc, [i for i in done if i % lanes == k and i < n_chunks], encode=encode)
                 except (OSError, ValueError, KeyError, TypeError):
-                    state = LaneState(k)  # an unreadable checkpoint: that lane starts over
+                    state = LaneState(k, encode=encode)  # an unreadable checkpoint: that lane starts over
             states.append(state)
         done = sum(len(s.done) for s in states)
         if done and not self.quiet:
@@ -212,7 +222,8 @@ class PassCheckpoint:
         return states
 
     def save_lane(self, state: LaneState) -> None:
-        save_state(self.lane_path(state.lane), (state.acc, sorted(state.done)))
+        acc = state.acc if state.encode is None or state.acc is None else state.encode(state.acc)
+        save_state(self.lane_path(state.lane), (acc, sorted(state.done)))
         state.saved_at = time.monotonic()
 
     def due(self, state: LaneState) -> bool:
@@ -354,8 +365,6 @@ def resumable(folder: str, resume: bool = True) -> Iterator[Session | None]:
     try:
         yield session
     except BaseException as exc:
-        from wideml.exceptions import WidemlError
-
         # an interrupt, a lost cluster or a full disk: keep what was done for the rerun; a refused
         # input (WidemlError) would be refused again, and a fit that saved nothing leaves nothing
         # a closed output pipe (`wideml cv ... | head -1`) comes after the work is done: nothing to resume
@@ -365,8 +374,6 @@ def resumable(folder: str, resume: bool = True) -> Iterator[Session | None]:
         _ACTIVE.reset(token)
         if not keep:  # the owner file goes last: a removal cut short still says whose folder it was
             if ownership is not None:
-                from wideml.runtime.removal import remove_tree, unregister_scratch
-
                 remove_tree(session.folder)
                 unregister_scratch(session.folder)
             else:
@@ -377,11 +384,7 @@ def resumable(folder: str, resume: bool = True) -> Iterator[Session | None]:
 
 
 def _ownership():
-    try:
-        from wideml.runtime import ownership
-    except ImportError:
-        return None
-    return ownership if hasattr(ownership, "claim") and hasattr(ownership, "release") else None
+    return ownership
 
 
 __all__ = ["LaneState", "PassCheckpoint", "Session", "active", "checkpoint_interval", "digest", "load_state", "resumable", "save_state"]

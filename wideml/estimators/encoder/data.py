@@ -6,8 +6,8 @@ in-memory (numpy) input stays a plain array, and the chunk functions of
 :mod:`wideml.passes.encoder` then run on it directly, with no dask graph.
 Everything else is a feature-chunked dask array and each pass is one graph.
 A fit's passes run through its :class:`~wideml.runner.fit_runner.FitPasses`;
-:func:`_run` runs the passes over new data (``transform``, ``predict``), which
-are not a fit's and are not counted.
+:func:`wideml.runner.fit_runner.run_new_data` runs the passes over new data
+(``transform``, ``predict``), which are not a fit's and are not counted.
 """
 
 from __future__ import annotations
@@ -15,16 +15,6 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 from wideml.inputs.door import FitInput
-from wideml.runner.fit_runner import one_blas_thread
-from wideml.runtime import compute
-
-def _run(Xmem, local, graph, label: str):
-    """A pass over new data: the in-memory kernel when X is already in RAM (no graph, one BLAS thread), else its graph."""
-    if Xmem is not None:
-        with one_blas_thread():
-            return local()
-    (out,) = compute(graph(), label=label)
-    return out
 
 
 def _feature_chunk(data: FitInput) -> int:

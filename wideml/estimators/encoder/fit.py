@@ -12,6 +12,7 @@ import numbers
 import warnings
 
 import numpy as np
+import zarr
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -22,6 +23,7 @@ from wideml.estimators.params import NONE, PRECISION, SEED, Interval, Options, P
 from wideml.exceptions import WidemlError
 from wideml.passes import encoder as enc
 from wideml.passes.chunkmath import check_precision
+from wideml.passes.spec import Pass
 from wideml.runtime import memory_limit_bytes
 
 SELECTIONS = ("cross_entropy", "cv_cross_entropy", "loo_cross_entropy")
@@ -176,45 +178,32 @@ def rank_passes(plan: tuple[str | None, int], n: int) -> int:
 
 
 def _class_stats(passes: FitPasses, Xd, Xmem, W, *, sketch, keep, precision, need_sq, what, n_write=0, out_group=None,
-                 checkpoint=None) -> enc.ClassStats:
-    """The class-statistics pass, run by ``passes`` (directly on an in-memory ``Xmem``; resumable with a ``checkpoint``)."""
-    from wideml.runner.resume import fields_state
-
-    local = None
-    if Xmem is not None:
-        local = lambda: enc.class_stats_local(Xmem, W, sketch_idx=sketch, precision=precision, need_sq=need_sq)  # noqa: E731
-    return passes.run(checkpoint,
-                      lambda ck: enc.class_stats_pass(Xd, W, n_write=n_write, out_group=out_group, sketch_idx=sketch,
-                                                      keep_means=keep, precision=precision, need_sq=need_sq, checkpoint=ck),
-                      what, local=local, to_state=fields_state, from_state=lambda state: enc.ClassStats(*state))
+                 kind="encoder-stats") -> enc.ClassStats:
+    """The class-statistics pass, run by ``passes`` (directly on an in-memory ``Xmem``; its checkpoint named ``kind``)."""
+    return passes.run(enc.ClassStatsPass(Xd, W, Xmem=Xmem, n_write=n_write, out_group=out_group, sketch_idx=sketch, keep_means=keep,
+                                         precision=precision, need_sq=need_sq, kind=kind), what)
 
 
 def _spearman_fit_passes(passes: FitPasses, Xd, W, stats, plan, loo, *, n_write, out_group, Xmem=None,
-                         checkpoint=None) -> tuple[_RankResult, np.ndarray | None]:
+                         kind="encoder-ranks") -> tuple[_RankResult, np.ndarray | None]:
     """The rank pass(es) after the class-statistics pass, run by ``passes`` (:func:`rank_passes` of them).
 
-    Returns (ranks, class-mean ranks in memory or None). ``checkpoint`` (a
-    :class:`~wideml.runtime.checkpoint.PassCheckpoint`) makes the estimated-rank pass resumable.
+    Returns (ranks, class-mean ranks in memory or None). The estimated-rank
+    pass is resumable in a resumable fit, its checkpoint named ``kind``.
     """
     mode, block = plan
     n, p = (Xmem if Xmem is not None else Xd).shape
     if mode == "approx":
         x_tables = alg.rank_tables(stats.sketch)
         u_tables = alg.rank_tables(enc.anchor_sample(W, stats.sketch))
-        local = None
-        if Xmem is not None:
-            local = lambda: enc.spearman_sketch_local(Xmem, W, x_tables, u_tables, loo=loo)  # noqa: E731
-        out = passes.run(checkpoint,
-                         lambda ck: enc.spearman_sketch_pass(Xd, W, x_tables, u_tables, loo=loo, n_write=n_write,
-                                                             out_group=out_group, checkpoint=ck),
-                         "Spearman ranks (estimated)", local=local)
+        out = passes.run(enc.RankSketchPass(Xd, W, x_tables, u_tables, sketch=stats.sketch, loo=loo, n_write=n_write,
+                                            out_group=out_group, Xmem=Xmem, kind=kind),
+                         "Spearman ranks (estimated)")
         S_mem = out.get("S")  # in-memory input: the anchors' estimated ranks
     else:
         U = stats.means
         S_mem = alg.row_ranks(U)
         if out_group is not None and n_write:
-            import zarr
-
             zarr.open_array(f"{out_group}/{enc.CLASS_MEAN_RANKS}", mode="r+")[...] = S_mem[:n_write]
         s_sum, s_sq = alg.rank_sums(S_mem)
         out = {"rank_cross": np.empty((n, W.shape[1])), "r_sum": np.empty(n), "r_sq": np.empty(n), "s_sum": s_sum, "s_sq": s_sq}
@@ -231,8 +220,8 @@ def _spearman_fit_passes(passes: FitPasses, Xd, W, stats, plan, loo, *, n_write,
             local = None
             if Xmem is not None:
                 local = lambda: enc.spearman_exact_local(Xmem, slice(r0, r1), S_mem, U=U, loo=sub)  # noqa: E731
-            res = passes.run(None, lambda ck: enc.spearman_exact_block(Xd, slice(r0, r1), S_mem, U=U, loo=sub),
-                             f"Spearman ranks (exact, row block {i + 1}/{len(starts)})", local=local)
+            res = passes.run(Pass(lambda: enc.spearman_exact_block(Xd, slice(r0, r1), S_mem, U=U, loo=sub), local=local),
+                             f"Spearman ranks (exact, row block {i + 1}/{len(starts)})")
             for key in ("rank_cross", "r_sum", "r_sq"):
                 out[key][r0:r1] = res[key]
             if loo is not None:

@@ -20,10 +20,11 @@ from wideml.runner import resume as _resume
 from wideml.inputs.door import fit_input
 from wideml.estimators.params import CV_FOLDS, NONE, SEED, Options, Satisfies, check_parameters
 from wideml.runner.fit_runner import FitPasses, algebra_threads
+from wideml.runner.resume import SavedSteps
 from wideml.estimators.gram.projector import GramProjector
 from wideml.estimators.classifier import CLASSIFIERS, make_classifier
 from wideml.exceptions import WidemlError
-from wideml.passes.gram import gram_pass
+from wideml.passes.gram import GramPass
 
 
 @dataclass
@@ -175,15 +176,10 @@ def cross_validate_dims(
     robust = any(est._uses_medians() for est in estimators.values())
     precisions = {getattr(est, "precision", "auto") for est in estimators.values()}
     precision = "float64" if "float64" in precisions else ("float32" if precisions == {"float32"} else "auto")
-    session = _resume.begin_with(data, "cross_validate_dims", _cv_parameters(estimators, folds)) or _resume.begun()
-    passes = FitPasses(None, 1, session, data, name="cross-validation")
-    stats = passes.run(
-        passes.checkpoint("cv-gram", robust=robust, precision=precision, folds=_resume.digest(*[np.asarray(tr) for tr, _ in folds])),
-        lambda ck: gram_pass(data.X, data.codes, K, median_subsets=[tr for tr, _ in folds] if robust else [], precision=precision,
-                             checkpoint=ck),
-        f"one pass for {len(folds)} folds x {len(estimators)} method(s)",
-        to_state=_resume.gram_state, from_state=_resume.gram_from_state,
-    )
+    passes = FitPasses.for_run("cross-validation", "cross_validate_dims", _cv_parameters(estimators, folds), data, 1)
+    stats = passes.run(GramPass(data.X, data.codes, K, median_subsets=[tr for tr, _ in folds] if robust else [], precision=precision,
+                                kind="cv-gram"),
+                       f"one pass for {len(folds)} folds x {len(estimators)} method(s)")
     n_passes = passes.record()
     with algebra_threads(n):
         results = _fold_results(estimators, stats, data, folds, dims, classifier, robust)
@@ -316,7 +312,7 @@ def cross_validate_refit(name: str, make_estimator, store, folds: int, random_st
     y = store.y
     split = list(StratifiedKFold(folds, shuffle=True, random_state=random_state).split(np.zeros((store.n_samples, 1)), y))
     params = {"method": name, "estimator": repr(make_estimator(len(split[0][0]))), "folds": folds, "random_state": random_state}
-    session = _resume.begin_with(fit_input(store, None), f"cross_validate_refit:{name}", params) or _resume.begun()
+    steps = SavedSteps(fit_input(store, None), f"cross_validate_refit:{name}", params, first=1000 * (index + 1), total=len(split))
     errors = []
     for f, (train, test) in enumerate(split):
         train, test = np.sort(train), np.sort(test)
@@ -328,5 +324,5 @@ def cross_validate_refit(name: str, make_estimator, store, folds: int, random_st
 
         key = dict(kind="cv-refit", method=name, estimator=params["estimator"], fold=f, test=_resume.digest(test))
         label = f"{name} fold {f + 1}/{len(split)}"
-        errors.append(float(_resume.saved_step(session, 1000 * (index + 1) + f, len(split), key, run, label=label)))
+        errors.append(float(steps.run(f, key, run, label=label)))
     return np.asarray(errors)

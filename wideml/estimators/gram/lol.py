@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from wideml.algebra.lol import lol_projection, pca_projection, rrlda_projection
 from wideml.algebra.randomized import randomized_projection
+from wideml.estimators.class_sizes import require_every_class
 from wideml.estimators.params import BOOLEAN, Options
 from wideml.estimators.gram.projector import GramProjector
 from wideml.exceptions import WidemlError
@@ -127,8 +128,6 @@ class LOL(GramProjector):
 
     def _check_class_sizes(self, data) -> None:
         if self.second_moment == "quadratic":
-            from wideml.estimators.class_sizes import require_every_class
-
             require_every_class(data.classes, data.codes, 2, "QOQ estimates a covariance per class")
 
     def _uses_medians(self) -> bool:

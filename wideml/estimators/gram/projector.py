@@ -15,16 +15,17 @@ from wideml.inputs.door import FitInput, fit_input, predict_input
 from wideml.estimators.params import (NON_NEGATIVE_INT, NONE, POSITIVE_INT, PRECISION, SEED, CheckedParams, Interval, Options,
                                        PathLike)
 from wideml.runner import resume as _resume
-from wideml.runner.fit_runner import FitPasses, algebra_threads
+from wideml.runner.fit_runner import FitPasses, algebra_threads, run_new_data
 from wideml.estimators.gram.randomized_fit import RandomizedFit
 from wideml.estimators.gram.small_algebra import inverse_cholesky as _inverse_cholesky
+from wideml.estimators.gram import solver as _solver  # choose_solver looked up when a fit runs (tests stand in for it)
 from wideml.estimators.gram.solver import folds_loadings
 from wideml.runner.workdir import work_array
 from wideml.exceptions import WidemlError
 from wideml.passes.chunkmath import class_medians, resolve_precision
-from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, gram_pass
-from wideml.passes.loadings import LOADINGS, emit_pass, project_pass
-from wideml.runtime import compute
+from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN, GramPass
+from wideml.passes.loadings import LOADINGS, EmitPass, project_pass
+from wideml.passes.spec import Pass
 from wideml.storage.labels import classes_from_model
 
 SOLVERS = ("auto", "gram", "randomized")
@@ -67,6 +68,17 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
         if self.max_power_iter < self.n_power_iter:
             raise WidemlError(f"{type(self).__name__} parameters n_power_iter={self.n_power_iter} and max_power_iter={self.max_power_iter} "
                               "do not go together; max_power_iter caps the power iterations, so make it at least n_power_iter.")
+
+    def component_bound(self, n_samples: int, n_classes: int, n_features: int) -> int:
+        """The most components this method can fit on ``n_samples`` samples of ``n_classes`` classes and ``n_features`` features.
+
+        Reads no data (the CLI's ``cv`` caps its dimensions with it before any pass).
+
+        Returns
+        -------
+        int
+        """
+        return self._component_bound(n_samples, n_classes, n_features)
 
     def _component_bound(self, n: int, n_classes: int, p: int) -> int:
         """Most components the data allow (LOL/QOQ: K-1 centroid differences + min(n - K, p) directions, and never
@@ -133,7 +145,7 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
         self._folding = fold
         total = self._n_passes(solver, not fold)
         # the fit's runner: a resumable fit's session (inside wideml.runtime.checkpoint.resumable), else none
-        self._passes = FitPasses(self, total, _resume.begin(self, data), data)
+        self._passes = FitPasses.for_fit(self, total, data)
         try:
             if not data.in_memory:
                 width = data.X.chunks[1][0]
@@ -185,13 +197,10 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
             else:
                 medians = work_array(group, CLASS_MEDIANS)
         if group is not None:
-            _resume.ensure_array(group, LOADINGS, (p, d), (data.X.chunks[1][0], d))
-        ck = self._passes.checkpoint("emit", B=_resume.digest(proj.B, proj.Dm if median else None))
-        emitted = self._passes.run(
-            ck, lambda ck: emit_pass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
-                                     with_embedding=embedding is None, precision=self._resolved_precision(data.X.dtype), checkpoint=ck),
-            "emit loadings",
-        )
+            self._passes.add_array(group, LOADINGS, (p, d), (data.X.chunks[1][0], d))
+        emitted = self._passes.run(EmitPass(data.X, proj.B, proj.Dm if median else None, group_path=group, medians=medians,
+                                            with_embedding=embedding is None, precision=self._resolved_precision(data.X.dtype)),
+                                   "emit loadings")
         shift, A, XA, AtA = emitted
         shift = np.asarray(shift, dtype=np.float64)
         group = self._settle(group)
@@ -234,9 +243,7 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
             return "gram", "solver='gram' was asked for"
         if self.solver == "randomized":
             return "randomized", "solver='randomized' was asked for"
-        from wideml.estimators.gram.solver import choose_solver
-
-        return choose_solver(data.n_samples, data.n_features, d, self.n_power_iter, self.n_oversamples,
+        return _solver.choose_solver(data.n_samples, data.n_features, d, self.n_power_iter, self.n_oversamples,
                              itemsize=data.X.dtype.itemsize)
 
     def _supports_randomized(self) -> bool:
@@ -244,12 +251,9 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
 
     def _fit_gram(self, data: FitInput, d: int, median: bool, group):
         n, K = data.n_samples, data.n_classes
-        stats = self._passes.run(
-            self._passes.checkpoint("gram"),
-            lambda ck: gram_pass(data.X, data.codes, K, median_subsets=[np.arange(n)] if median else [],
-                                 precision=self._resolved_precision(data.X.dtype), out_group=group, checkpoint=ck),
-            "Gram and class statistics", to_state=_resume.gram_state, from_state=_resume.gram_from_state,
-        )
+        stats = self._passes.run(GramPass(data.X, data.codes, K, median_subsets=[np.arange(n)] if median else [],
+                                          precision=self._resolved_precision(data.X.dtype), out_group=group),
+                                 "Gram and class statistics")
         P, Q = (stats.medians[0].P, stats.medians[0].Q) if median else (None, None)
         with algebra_threads(n):
             proj = self._projection(stats.G, data.codes, K, P, Q, data.n_features, d)
@@ -291,8 +295,8 @@ class GramProjector(RandomizedFit, FittedState, CheckedParams, TransformerMixin,
         """
         check_is_fitted(self, "components_")
         Xd = predict_input(X, self.n_features_in_, type(self).__name__, layout=getattr(self, "feature_layout_", None))
-        (Z,) = compute(project_pass(Xd, self.components_.T, self.precision), label=f"{type(self).__name__} transform: one pass")
-        return Z - self.offset_
+        return run_new_data(Pass(lambda: project_pass(Xd, self.components_.T, self.precision)),
+                            f"{type(self).__name__} transform: one pass", offset=self.offset_)
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit, then return the training embedding (from the Gram: no extra pass)."""

@@ -8,15 +8,22 @@ n_power_iter, max_power_iter, tol, random_state) and the method hooks
 
 from __future__ import annotations
 
-import numpy as np
+import os
+import shutil
+import warnings
 
-from wideml.runner import resume as _resume
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from wideml.algebra.randomized import orthonormal_basis, randomized_coefficients
+from wideml.algebra.subspace_iteration import SubspaceIteration
 from wideml.inputs.door import FitInput
 from wideml.runner.fit_runner import one_blas_thread
 from wideml.runner.workdir import work_array
 from wideml.exceptions import WidemlError
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS
-from wideml.passes.loadings import LOADINGS
+from wideml.passes.loadings import LOADINGS, assemble_loadings
+from wideml.passes.sketch import SKETCH_BASIS, SketchPass
 from wideml.runtime import compute
 
 
@@ -41,19 +48,14 @@ class RandomizedFit:
         centroid embedding and every pass that may be the last writes
         Z = M^T Q into ``group`` (see :func:`wideml.passes.sketch.sketch_pass`).
         """
-        from wideml.algebra.randomized import orthonormal_basis
-        from wideml.algebra.subspace_iteration import SubspaceIteration
-        from wideml.passes.sketch import sketch_pass
-
         if not self._supports_randomized():
             raise WidemlError(f"{self._method_name()} needs solver='gram' (its per-class directions come from the Gram).")
         n, K = data.n_samples, data.n_classes
         n_eigen = d - self._n_delta_columns(K, d)
         width = min(n, n_eigen + self.n_oversamples)
         kw = dict(n_cols=width, seed=self._seed(), centring=self._centring(), precision=self._resolved_precision(data.X.dtype))
-        ck = self._passes.checkpoint("sketch", seed=kw["seed"], fold=fold)
-        first = self._passes.run(ck, lambda ck: sketch_pass(data.X, data.codes, K, medians=median, out_group=group,
-                                                            embed_first=self._first_moment() if fold else None, checkpoint=ck, **kw),
+        first = self._passes.run(SketchPass(data.X, data.codes, K, medians=median, out_group=group,
+                                            embed_first=self._first_moment() if fold else None, **kw),
                                  "sketch and class statistics")
         Y, cg_means, cg_meds, sums = first
         tracker = SubspaceIteration(n_eigen, self.tol)
@@ -63,9 +65,7 @@ class RandomizedFit:
             may_stop = tracker.steps >= self.n_power_iter  # power steps made before this pass
             capped = tracker.steps >= self.max_power_iter
             final = fold and (may_stop or capped)  # a pass that may be the last keeps Z = M^T Q for the loadings
-            ck = self._passes.checkpoint("power", seed=kw["seed"], final=final, Q=_resume.digest(Q))
-            step = self._passes.run(ck, lambda ck: sketch_pass(data.X, data.codes, K, Q=Q, final=final,
-                                                               out_group=group if final else None, checkpoint=ck, **kw),
+            step = self._passes.run(SketchPass(data.X, data.codes, K, Q=Q, final=final, out_group=group if final else None, **kw),
                                     "power iteration until the subspace converges")
             Y = step[3]["MQ"] if final else step[0]  # M M^T Q
             with one_blas_thread():
@@ -77,10 +77,6 @@ class RandomizedFit:
 
     def _record_iteration(self, tracker, converged: bool) -> None:
         """Keep the power steps taken and the last angle for the fitted model, and warn when the cap came first."""
-        import warnings
-
-        from sklearn.exceptions import ConvergenceWarning
-
         steps = tracker.steps - 1  # passes after the sketch, less the last (Rayleigh-Ritz) one
         self._iteration = (steps, None if tracker.steps < 2 else float(tracker.angle))
         state = "converged" if converged else "stopped at max_power_iter"
@@ -100,13 +96,6 @@ class RandomizedFit:
         no emit pass over X is made. The training embedding (X - 1 m^T) A comes
         from the sketch pass (centroid part) and the final pass (eigen part).
         """
-        import os
-        import shutil
-
-        from wideml.algebra.randomized import randomized_coefficients
-        from wideml.passes.loadings import assemble_loadings
-        from wideml.passes.sketch import SKETCH_BASIS
-
         basis_dir = os.path.join(group, SKETCH_BASIS)
         os.makedirs(basis_dir, exist_ok=True)
         done = False
@@ -116,7 +105,7 @@ class RandomizedFit:
             with one_blas_thread():  # l x l algebra
                 E, Ws, kinds, vals = randomized_coefficients(data.codes, data.n_classes, d, T, first_moment=self._first_moment(),
                                                              centroid_gram=centroid_gram)
-            _resume.ensure_array(group, LOADINGS, (data.n_features, d), (data.X.chunks[1][0], d))
+            self._passes.add_array(group, LOADINGS, (data.n_features, d), (data.X.chunks[1][0], d))
             ((shift, AtA),) = compute(assemble_loadings(group, data.X.chunks[1], CLASS_MEDIANS if median else CLASS_MEANS, basis_dir, E, Ws),
                                       label=f"{type(self).__name__} fit: loadings from the model group (no pass over X)")
             done = True

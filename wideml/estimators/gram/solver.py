@@ -27,6 +27,9 @@ it saves less than :data:`MIN_SAVING_S` seconds.
 
 from __future__ import annotations
 
+from wideml.passes.gram import LANE_MATRICES, gram_lanes
+from wideml.runtime.config import memory_limit_bytes
+
 #: Seconds per GB of X for one pass of the Gram solver (read, centring, statistics).
 GRAM_PASS_S_PER_GB = 0.455
 #: Seconds per GB of X for one pass of the randomized solver.
@@ -48,8 +51,6 @@ GRAM_COPIES_FIXED = 2
 
 def gram_bytes(n: int, lanes: int) -> int:
     """Peak bytes of the n x n matrices of a Gram fit run in ``lanes`` lanes."""
-    from wideml.passes.gram import LANE_MATRICES
-
     return (LANE_MATRICES * max(1, lanes) + GRAM_COPIES_FIXED) * 8 * n * n
 
 
@@ -123,11 +124,8 @@ def choose_solver(
     if d + n_oversamples >= n:
         return "gram", f"d + oversampling ({d + n_oversamples}) reaches n = {n}: a sketch would be as large as the Gram"
     if memory_budget is None:
-        from wideml.runtime.config import memory_limit_bytes
-
         memory_budget = memory_limit_bytes()
     if lanes is None:  # as many as the Gram pass would run under this budget
-        from wideml.passes.gram import gram_lanes
 
         lanes = gram_lanes(n, memory_budget)
     need = gram_bytes(n, lanes)

@@ -10,19 +10,20 @@ together (:func:`wideml.passes.crossgram.cross_gram_pass`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import dask.array as da
 import numpy as np
 
 from wideml.algebra.kernels import gram_sq_distances
 from wideml.estimators.kernel.training import X_TRAIN, TrainingData
+from wideml.runner import resume as _resume
 from wideml.runner.fit_runner import FitPasses
 from wideml.exceptions import WidemlError
-from wideml.passes.crossgram import cross_gram_pass
-from wideml.passes.gram import gram_pass
+from wideml.passes.crossgram import CrossGramPass, cross_gram_pass
+from wideml.passes.gram import GramPass
 from wideml.passes.outputs import write_output
 from wideml.runtime import compute
-from wideml.runtime.checkpoint import PassCheckpoint
 
 
 @dataclass
@@ -55,8 +56,7 @@ class Products:
         return kernel.from_products(self.inner, self.sq_dist, self.n_features)
 
 
-def training_products(X: da.Array, passes: FitPasses, landmarks: np.ndarray | None = None,
-                      checkpoint: PassCheckpoint | None = None, copy_to: str | None = None) -> Products:
+def training_products(X: da.Array, passes: FitPasses, landmarks: np.ndarray | None = None, copy_to: str | None = None) -> Products:
     """One pass over the training X: the full Gram (landmarks None) or the n x m landmark cross-Gram.
 
     Parameters
@@ -64,10 +64,9 @@ def training_products(X: da.Array, passes: FitPasses, landmarks: np.ndarray | No
     X : dask.array.Array of shape (n, p)
         Full-height chunks (:func:`wideml.inputs.door.regular_feature_chunks`).
     passes : FitPasses
-        The fit's pass runner: numbers, labels and counts this pass.
+        The fit's pass runner: numbers, labels and counts this pass, and checkpoints it
+        in a resumable fit (only a store's X, which is never copied, has a resumable fit).
     landmarks : ndarray of int of shape (m,), optional
-    checkpoint : PassCheckpoint, optional
-        Makes the pass resumable (``passes.checkpoint``; only for a store's X, which is never copied).
     copy_to : str, optional
         A model group holding an empty array ``X_train`` shaped and chunked like
         X: the pass writes every chunk of X into it as it reads it.
@@ -77,17 +76,12 @@ def training_products(X: da.Array, passes: FitPasses, landmarks: np.ndarray | No
     Products
         (n x n) or (n x m). Passes over X: 1.
     """
-    from wideml.runner import resume as _resume
-    from wideml.passes.crossgram import cross_from_state, cross_state
-
     if copy_to is not None:
         X = copying_chunks(X, copy_to)
     if landmarks is None:
-        stats = passes.run(checkpoint, lambda ck: gram_pass(X, checkpoint=ck), "Gram",
-                           to_state=_resume.gram_state, from_state=_resume.gram_from_state)
+        stats = passes.run(GramPass(X), "Gram")
         return Products(stats.raw_gram(), gram_sq_distances(stats.G), int(X.shape[1]), None)
-    cross = passes.run(checkpoint, lambda ck: cross_gram_pass(X, X, ref_rows=landmarks, checkpoint=ck), "landmark cross-Gram",
-                       to_state=cross_state, from_state=cross_from_state)
+    cross = passes.run(CrossGramPass(X, landmarks), "landmark cross-Gram")
     return Products(cross.raw_cross(), cross.sq_distances(), int(X.shape[1]), np.asarray(landmarks))
 
 
@@ -110,10 +104,6 @@ def kernel_passes(est, training: TrainingData, codes: np.ndarray | None = None, 
     ``data`` (the fit's FitInput) lets the runner run a small in-memory X's
     pass in the calling thread (:class:`~wideml.runner.fit_runner.FitPasses`).
     """
-    from types import SimpleNamespace
-
-    from wideml.runner import resume as _resume
-
     session = None
     if training.path is not None:
         view = SimpleNamespace(X=training.array(), in_memory=False, source={"store": training.path},
@@ -130,15 +120,11 @@ def kernel_products(passes: FitPasses, training: TrainingData, landmarks: np.nda
     the same pass into a model group (``passes.model_group``), and
     ``training`` then points at that copy. Passes over X: 1.
     """
-    from wideml.runtime.checkpoint import digest
-
     X = training.array()
-    checkpoint = passes.checkpoint("gram" if landmarks is None else "cross",
-                                   landmarks=None if landmarks is None else digest(np.asarray(landmarks)))
     group = None
     if training.needs_copy:
         group = passes.model_group({X_TRAIN: (X.shape, (X.shape[0], X.chunks[1][0]), X.dtype)})
-    products = training_products(X, passes, landmarks, checkpoint, copy_to=group)
+    products = training_products(X, passes, landmarks, copy_to=group)
     if group is not None:
         training.keep_copy(passes.settle(group))
     return products

@@ -11,7 +11,8 @@
 - :mod:`~wideml.passes.encoder.products` — the chunk products they share.
 
 The passes run on the shared engine (:mod:`wideml.passes.blocks`: stripe
-walker, tree or lane reductions, resumable lanes; :mod:`wideml.passes.outputs`:
+walker; :mod:`wideml.passes.reduce`: the one accumulator, tree or lane
+reductions, resumable lanes; :mod:`wideml.passes.outputs`:
 p-sized outputs). The feature sample and the uncentred cross-Gram are generic
 passes, :mod:`wideml.passes.sampling` and :mod:`wideml.passes.crossgram`.
 Every ``*_pass`` / ``*_block`` function returns lazy dask objects; the
@@ -19,15 +20,15 @@ Every ``*_pass`` / ``*_block`` function returns lazy dask objects; the
 """
 
 from wideml.passes.encoder.anchors import anchor_local, anchor_pass
-from wideml.passes.encoder.class_stats import CLASS_MEANS, ClassStats, class_stats_local, class_stats_pass
+from wideml.passes.encoder.class_stats import CLASS_MEANS, ClassStats, ClassStatsPass, class_stats_local, class_stats_pass
 from wideml.passes.encoder.products import anchor_sample
 from wideml.passes.encoder.ranks import (
-    CLASS_MEAN_RANKS, LOO_BATCH, LooSpec, rank_gram_block, spearman_exact_block, spearman_exact_local, spearman_sketch_local,
+    CLASS_MEAN_RANKS, LOO_BATCH, LooSpec, RankSketchPass, rank_gram_block, spearman_exact_block, spearman_exact_local, spearman_sketch_local,
     spearman_sketch_pass,
 )
 
 __all__ = [
-    "CLASS_MEANS", "CLASS_MEAN_RANKS", "LOO_BATCH", "ClassStats", "LooSpec", "anchor_local", "anchor_pass", "anchor_sample",
+    "CLASS_MEANS", "CLASS_MEAN_RANKS", "LOO_BATCH", "ClassStats", "ClassStatsPass", "LooSpec", "RankSketchPass", "anchor_local", "anchor_pass", "anchor_sample",
     "class_stats_local", "class_stats_pass", "rank_gram_block",
     "spearman_exact_block", "spearman_exact_local", "spearman_sketch_local", "spearman_sketch_pass",
 ]

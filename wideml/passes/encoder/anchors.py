@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import dask
 import dask.array as da
 import numpy as np
 
 from wideml.algebra.encoder import RankTable, approx_ranks, rank_sums
 from wideml.passes.blocks import aligned_blocks, check_finite, feature_stripes, graph_constant
-from wideml.passes.reduce import sum_chunk_results, sum_keyed
+from wideml.passes.reduce import Sums, sum_chunk_results
 from wideml.passes.encoder.products import cross_sq, row_sq, working_block
 
 
@@ -40,7 +41,7 @@ def _anchor_chunk(block, offset, u, s, tables, p, precision):
         R = approx_ranks(x.astype(np.float64), tables, p)
         out["rank_cross"] = R @ s.T
         out["r_sum"], out["r_sq"] = rank_sums(R)
-    return out
+    return Sums(out)
 
 
 def anchor_pass(X: da.Array, U=None, *, S=None, x_tables: Sequence[RankTable] | None = None, precision: str = "float64"):
@@ -68,13 +69,13 @@ def anchor_pass(X: da.Array, U=None, *, S=None, x_tables: Sequence[RankTable] | 
     tables = graph_constant(list(x_tables), "row-rank-tables") if x_tables is not None else None
     p = int(X.shape[1])
     args = [(x, int(o), u, s, tables, p, precision) for x, o, u, s in zip(stripes, offsets, us, ss)]
-    return sum_chunk_results(_anchor_chunk, args, sum_keyed)
+    return dask.delayed(Sums.finish, pure=True)(sum_chunk_results(_anchor_chunk, args))
 
 
 def anchor_local(X: np.ndarray, U: np.ndarray | None = None, *, S: np.ndarray | None = None, x_tables=None,
                  precision: str = "float64") -> dict:
     """:func:`anchor_pass` for in-memory X and anchors."""
-    return _anchor_chunk(X, 0, U, S, None if x_tables is None else list(x_tables), X.shape[1], precision)
+    return _anchor_chunk(X, 0, U, S, None if x_tables is None else list(x_tables), X.shape[1], precision).finish()
 
 
 __all__ = ["anchor_local", "anchor_pass"]

@@ -20,7 +20,8 @@ import numpy as np
 
 from wideml.algebra.encoder import AnchorStats
 from wideml.passes.blocks import check_finite, feature_stripes, graph_constant, materialise
-from wideml.passes.reduce import add_keyed_into, sum_chunk_results, sum_keyed
+from wideml.passes.reduce import Sums, sum_chunk_results
+from wideml.passes.spec import Pass, digest, fields_state
 from wideml.passes.encoder.products import cross_sq, means_sq, row_sq, stats_operator, working_block
 from wideml.passes.outputs import write_output
 from wideml.passes.sampling import columns_at
@@ -91,10 +92,11 @@ def _stats_chunk(stripe, offset, W, n_write, out_group, sketch_idx, keep_means, 
     out = {"cross": cross, "u_sq": u_sq, "pieces": [(offset, sketch, U64 if keep_means else None)]}
     if need_sq:
         out["x_sq"] = x_sq
-    return out
+    return Sums(out)
 
 
-def _stats_finish(total, n_features):
+def _stats_finish(sums: Sums, n_features):
+    total = sums.finish()
     pieces = sorted(total["pieces"], key=lambda t: t[0])
     sketch = np.concatenate([p[1] for p in pieces], axis=1) if pieces[0][1] is not None else None
     means = np.concatenate([p[2] for p in pieces], axis=1) if pieces[0][2] is not None else None
@@ -148,7 +150,7 @@ def class_stats_pass(
     op = graph_constant(stats_operator(W, np.float32 if precision == "float32" else np.float64), "class-mean-operator")
     idx = None if sketch_idx is None else graph_constant(np.asarray(sketch_idx, dtype=np.int64), "sketch-features")
     args = [(s, int(o), op, n_write, out_group, idx, keep_means, precision, need_sq) for s, o in zip(stripes, offsets)]
-    total = sum_chunk_results(_stats_chunk, args, sum_keyed, add_keyed_into, checkpoint=checkpoint)
+    total = sum_chunk_results(_stats_chunk, args, checkpoint=checkpoint)
     return dask.delayed(_stats_finish, pure=True)(total, int(X.shape[1]))
 
 
@@ -160,4 +162,47 @@ def class_stats_local(X: np.ndarray, W: np.ndarray, *, sketch_idx: np.ndarray | 
     return _stats_finish(_stats_chunk(X, 0, op, 0, None, idx, True, precision, need_sq), X.shape[1])
 
 
-__all__ = ["CLASS_MEANS", "ClassStats", "class_stats_local", "class_stats_pass"]
+class ClassStatsPass(Pass):
+    """The class-statistics pass as the fit runner runs it (**one pass** over X; directly on an in-memory ``Xmem``).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features) or None
+        The dask view of X (None when ``Xmem`` is given).
+    W, n_write, out_group, sketch_idx, keep_means, precision, need_sq
+        As in :func:`class_stats_pass`.
+    Xmem : ndarray, optional
+        In-memory X: :func:`class_stats_local` runs instead of a graph.
+    kind : str, default "encoder-stats"
+        Names the pass's checkpoint (a cross-validation's is ``"encoder-cv-stats"``).
+
+    Its result is a :class:`ClassStats`; its checkpoint, keyed by digests of
+    ``W`` and ``sketch_idx``, holds the lanes' sums and then that result.
+    """
+
+    def __init__(self, X: da.Array | None, W: np.ndarray, *, Xmem: np.ndarray | None = None, n_write: int = 0,
+                 out_group: str | None = None, sketch_idx: np.ndarray | None = None, keep_means: bool = False,
+                 precision: str = "float64", need_sq: bool = True, kind: str = "encoder-stats"):
+        local = None
+        if Xmem is not None:
+            local = lambda: class_stats_local(Xmem, W, sketch_idx=sketch_idx, precision=precision, need_sq=need_sq)  # noqa: E731
+        super().__init__(local=local)
+        self.X, self.W, self.kind, self.sketch_idx = X, W, kind, sketch_idx
+        self.options = dict(n_write=n_write, out_group=out_group, sketch_idx=sketch_idx, keep_means=keep_means, precision=precision,
+                            need_sq=need_sq)
+
+    def graph(self, lanes=None):
+        return class_stats_pass(self.X, self.W, checkpoint=lanes, **self.options)
+
+    def key(self) -> dict:
+        return {"W": digest(self.W), "sketch": digest(self.sketch_idx), "need_sq": self.options["need_sq"],
+                "precision": self.options["precision"]}
+
+    def save(self, stats: ClassStats) -> tuple:
+        return fields_state(stats)
+
+    def restore(self, state: tuple) -> ClassStats:
+        return ClassStats(*state)
+
+
+__all__ = ["CLASS_MEANS", "ClassStats", "ClassStatsPass", "class_stats_local", "class_stats_pass"]

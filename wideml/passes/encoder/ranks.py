@@ -25,7 +25,8 @@ import numpy as np
 
 from wideml.algebra.encoder import RankTable, approx_ranks, rank_sums, row_ranks
 from wideml.passes.blocks import check_finite, feature_stripes, graph_constant, materialise
-from wideml.passes.reduce import add_keyed_into, sum_chunk_results, sum_keyed
+from wideml.passes.reduce import Sums, sum_chunk_results
+from wideml.passes.spec import Pass, digest
 from wideml.passes.encoder.products import class_mean_operator
 from wideml.passes.outputs import write_output
 
@@ -93,7 +94,7 @@ def _sketch_rank_chunk(stripe, offset, W, x_tables, u_tables, p, loo, n_write, o
         out["loo_cross"], out["loo_sum"], out["loo_sq"] = _loo_rank_sums(x, U, R, loo, u_tables, p)
     if keep_ranks:
         out["S"] = S
-    return out
+    return Sums(out)
 
 
 def spearman_sketch_pass(
@@ -144,7 +145,7 @@ def spearman_sketch_pass(
     xt, ut = graph_constant(list(x_tables), "row-rank-tables"), graph_constant(list(u_tables), "mean-rank-tables")
     loo_d = graph_constant(loo, "loo-pairs") if loo is not None else None
     args = [(s, int(o), W_d, xt, ut, p, loo_d, n_write, out_group) for s, o in zip(stripes, offsets)]
-    return sum_chunk_results(_sketch_rank_chunk, args, sum_keyed, add_keyed_into, checkpoint=checkpoint)
+    return dask.delayed(Sums.finish, pure=True)(sum_chunk_results(_sketch_rank_chunk, args, checkpoint=checkpoint))
 
 
 # --------------------------------------------------------------------------------------
@@ -249,7 +250,7 @@ def rank_gram_block(X_a: da.Array, X_b: da.Array | None = None):
 # --------------------------------------------------------------------------------------
 def spearman_sketch_local(X: np.ndarray, W: np.ndarray, x_tables, u_tables, *, loo: LooSpec | None = None) -> dict:
     """:func:`spearman_sketch_pass` for an in-memory X; also returns the anchors' estimated ranks ``S`` (S*K x p)."""
-    return _sketch_rank_chunk(X, 0, class_mean_operator(W), list(x_tables), list(u_tables), X.shape[1], loo, 0, None, True)
+    return _sketch_rank_chunk(X, 0, class_mean_operator(W), list(x_tables), list(u_tables), X.shape[1], loo, 0, None, True).finish()
 
 
 def spearman_exact_local(X: np.ndarray, rows: slice, S: np.ndarray, *, U: np.ndarray | None = None,
@@ -259,7 +260,41 @@ def spearman_exact_local(X: np.ndarray, rows: slice, S: np.ndarray, *, U: np.nda
     return _exact_block(np.arange(start, stop), S, U, loo, X[start:stop])
 
 
+class RankSketchPass(Pass):
+    """The estimated-rank pass as the fit runner runs it (**one pass** over X; directly on an in-memory ``Xmem``).
+
+    Parameters
+    ----------
+    X : dask.array.Array or None
+        The dask view of X (None when ``Xmem`` is given).
+    W, x_tables, u_tables, loo, n_write, out_group
+        As in :func:`spearman_sketch_pass`.
+    sketch : ndarray
+        The rows' sampled values the tables come from (its digest keys the checkpoint).
+    Xmem : ndarray, optional
+        In-memory X: :func:`spearman_sketch_local` runs instead of a graph.
+    kind : str, default "encoder-ranks"
+        Names the pass's checkpoint (a cross-validation's is ``"encoder-cv-ranks"``).
+    """
+
+    def __init__(self, X: da.Array | None, W: np.ndarray, x_tables, u_tables, *, sketch: np.ndarray, loo: LooSpec | None = None,
+                 n_write: int = 0, out_group: str | None = None, Xmem: np.ndarray | None = None, kind: str = "encoder-ranks"):
+        local = None
+        if Xmem is not None:
+            local = lambda: spearman_sketch_local(Xmem, W, x_tables, u_tables, loo=loo)  # noqa: E731
+        super().__init__(local=local)
+        self.X, self.W, self.x_tables, self.u_tables, self.kind = X, W, x_tables, u_tables, kind
+        self.sketch, self.loo, self.n_write, self.out_group = sketch, loo, n_write, out_group
+
+    def graph(self, lanes=None):
+        return spearman_sketch_pass(self.X, self.W, self.x_tables, self.u_tables, loo=self.loo, n_write=self.n_write,
+                                    out_group=self.out_group, checkpoint=lanes)
+
+    def key(self) -> dict:
+        return {"stats": digest(self.sketch), "loo": self.loo is not None}
+
+
 __all__ = [
-    "CLASS_MEAN_RANKS", "LOO_BATCH", "LooSpec", "rank_gram_block", "spearman_exact_block", "spearman_exact_local",
+    "CLASS_MEAN_RANKS", "LOO_BATCH", "LooSpec", "RankSketchPass", "rank_gram_block", "spearman_exact_block", "spearman_exact_local",
     "spearman_sketch_local", "spearman_sketch_pass",
 ]

@@ -1,4 +1,4 @@
-"""The one fit runner (estimators/_passes.py): its BLAS-thread rule, its in-process rule for small in-memory input, its labels."""
+"""The one fit runner (runner/fit_runner.py): its BLAS-thread rule, its in-process rule for small in-memory input, its labels."""
 
 import dask
 import dask.array as da
@@ -9,6 +9,7 @@ from threadpoolctl import threadpool_info
 from oracles import make_data
 from wideml import LFL, LOL, KernelPCA
 from wideml.inputs.door import fit_input
+from wideml.passes.spec import Pass
 from wideml.runner.fit_runner import SMALL_ALGEBRA_N, FitPasses, algebra_threads, one_blas_thread
 
 
@@ -70,13 +71,13 @@ def test_labels_number_the_passes():
     est = LOL()
     runner = FitPasses(est, 3)
     assert runner.label("Gram") == "LOL fit, pass 1/3: Gram"
-    runner.run(None, lambda ck: dask.delayed(1), "Gram")
+    runner.run(Pass(lambda: dask.delayed(1)), "Gram")
     assert runner.label("emit") == "LOL fit, pass 2/3: emit"
     with pytest.raises(RuntimeError):
         runner.record()  # two of three passes have not run
-    runner.run(None, None, "local", local=lambda: 2)
-    runner.run(None, lambda ck: dask.delayed(3), "last")
+    runner.run(Pass(local=lambda: 2), "local")
+    runner.run(Pass(lambda: dask.delayed(3)), "last")
     with pytest.raises(RuntimeError):
-        runner.run(None, lambda ck: dask.delayed(4), "one too many")
+        runner.run(Pass(lambda: dask.delayed(4)), "one too many")
     runner.record()
     assert est.n_fit_passes_ == 3
