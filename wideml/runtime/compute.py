@@ -17,10 +17,6 @@ from wideml.runtime.progress import cluster_progress, progress_enabled
 from wideml.runtime.scratch import release
 
 
-#: The old private name of :func:`wideml.runtime.progress.progress_enabled`, kept for callers not yet moved to it.
-_progress_enabled = progress_enabled
-
-
 def compute(*collections: Any, label: str = "pass") -> tuple:
     """Compute dask collections on the active scheduler, showing a progress bar.
 

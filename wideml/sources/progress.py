@@ -1,7 +1,7 @@
 """A text progress bar for the loops of ingest that run in this process (CSV streaming).
 
 It looks like dask's ProgressBar and obeys the same ``wideml.progress`` setting
-as :func:`wideml.runtime.compute`.
+as :func:`wideml.runtime.compute` (:func:`wideml.runtime.progress.progress_enabled`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
-from wideml.runtime.compute import _progress_enabled
+from wideml.runtime.progress import progress_enabled
 
 
 class Progress:
@@ -26,7 +26,7 @@ class Progress:
     def __init__(self, label: str, total: int, width: int = 40, dt: float = 0.5):
         self.label, self.total, self.width, self.dt = label, max(1, int(total)), width, dt
         self.done = 0
-        self.show = _progress_enabled()
+        self.show = progress_enabled()
         self._start = self._last = 0.0
 
     def __enter__(self) -> "Progress":
