@@ -1,18 +1,33 @@
-"""Turning user input (numpy, dask, zarr, h5py, FeatureStore) into what the passes need."""
+"""The one door for data: what every estimator's fit, predict and transform receive, as one object.
+
+``fit_input(X, y)`` turns any training source into a :class:`FitInput` and
+``new_input(X, n_features, ...)`` any new data into a :class:`NewInput`; no
+estimator reads X any other way. The sources are adapters beside this module:
+in-memory arrays (:mod:`~wideml.inputs.numpy_array`), dask, zarr and h5py
+arrays (:mod:`~wideml.inputs.as_dask`, :mod:`~wideml.inputs.zarr_raw`,
+:mod:`~wideml.inputs.h5py_raw`, :mod:`~wideml.inputs.external`), NIfTI images
+(:mod:`~wideml.inputs.images`) and feature stores (whose labels are taken
+when ``y`` is omitted). Nothing of X is read here.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import dask.array as da
 import numpy as np
+from sklearn.utils.validation import column_or_1d
 
 from wideml.exceptions import WidemlError
-from wideml.inputs.images import images_as_input, is_image_input
 from wideml.inputs.as_dask import as_dask_array
+from wideml.inputs.images import images_as_input, is_image_input
+from wideml.inputs.numpy_array import is_lazy_source, memory_input
 from wideml.storage.featurestore import FeatureStore
 from wideml.storage.layout import FeatureLayout, check_layout, layout_of
 from wideml.storage.model_space import with_space
+from wideml.storage.reader import HDF5Reader, ZarrReader
 from wideml.storage.spatial import SpatialReference
 from wideml.storage.writer import check_labels
 
@@ -93,40 +108,6 @@ def regular_feature_chunks(X: da.Array) -> da.Array:
     return X
 
 
-def _numpy_input(X, min_samples: int = 2):
-    """sklearn-style validation for array-likes that are not dask/zarr/h5py/stores."""
-    from sklearn.utils import check_array
-
-    return check_array(X, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=min_samples)
-
-
-def _is_lazy_source(X) -> bool:
-    """Dask, zarr and h5py arrays (and stores): read by the passes, never loaded whole."""
-    return isinstance(X, (FeatureStore, da.Array)) or hasattr(X, "store_path") or type(X).__module__.startswith(("zarr", "h5py"))
-
-
-def memory_input(X, n_features: int | None = None, name: str = "the model") -> np.ndarray | None:
-    """A validated in-memory array for numpy-like input; None for dask, zarr, h5py arrays, stores and images.
-
-    A float64/float32 2-D ndarray is taken as it is (what ``check_array``
-    would return, without its overhead); other array-likes go through
-    scikit-learn's ``check_array``. With ``n_features`` (new data for a fitted
-    model) the feature count is checked.
-    """
-    if _is_lazy_source(X) or is_image_input(X):
-        return None
-    min_samples = 1 if n_features is not None else 2
-    if (type(X) is np.ndarray and X.ndim == 2 and X.dtype in (np.float64, np.float32) and X.shape[0] >= min_samples
-            and X.shape[1] >= 1):
-        Xm = X
-    else:
-        Xm = _numpy_input(X, min_samples=min_samples)
-    if n_features is not None and Xm.shape[1] != n_features:
-        raise WidemlError(f"X has {Xm.shape[1]} features, but {name} is expecting {n_features} features as input; "
-                          "give data with the training features in the same order.")
-    return Xm
-
-
 def check_known_chunks(X) -> None:
     """Refuse a dask array whose chunk sizes are unknown (NaN), before anything uses its shape.
 
@@ -180,19 +161,18 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
     numpy_X = None
     layout = layout_of(X)
     spatial = None
+    y = labels_of(X, y)
     if isinstance(X, FeatureStore):
         source = {"store": str(X.path), "format": X.format}
         spatial = X.spatial
         layout = with_space(layout, spatial, X.feature_ids)
-        if y is None:
-            y = X.y
         X = X.X
     elif is_image_input(X):  # nibabel images or NIfTI paths: every voxel a feature (a mask: wideml.images_to_array)
         X, spatial, layout = images_as_input(X)
     if y is None and require_labels:
         raise WidemlError("requires y to be passed, but the target y is None; pass labels (or a store that holds y) to fit.")
     Xd = None
-    if _is_lazy_source(X):
+    if is_lazy_source(X):
         source = source or {"input": type(X).__module__.split(".")[0]}
         Xd = as_dask_array(X)
         if Xd.ndim != 2:
@@ -217,8 +197,6 @@ def _one_column(y):
     """A column vector (n, 1) of labels as 1-D, with scikit-learn's warning; anything else unchanged."""
     shape = getattr(y, "shape", None)
     if shape is not None and len(shape) == 2 and shape[1] == 1:
-        from sklearn.utils.validation import column_or_1d
-
         return column_or_1d(np.asarray(y).astype(object) if np.asarray(y).dtype.kind == "T" else y, warn=True)
     return y
 
@@ -233,12 +211,40 @@ def _refuse_continuous(y: np.ndarray) -> None:
         )
 
 
-def predict_input(X, n_features: int, name: str = "the model", layout: FeatureLayout | None = None) -> da.Array:
-    """Validate new data against the fitted features; returns a feature-chunked dask array (no pass over X).
+@dataclass
+class NewInput:
+    """Validated new data for a fitted model (predict, transform), the same for every estimator.
+
+    Attributes
+    ----------
+    numpy_X : ndarray of shape (m, n_features) or None
+        The array itself for in-memory input (passes may run on it directly), else None.
+    dask_X : dask.array.Array of shape (m, n_features) or None
+        The feature-chunked view of lazy input (a store's X, dask, zarr, h5py);
+        for in-memory input it is built on first use of :attr:`X`.
+    """
+
+    numpy_X: np.ndarray | None
+    dask_X: da.Array | None
+
+    @property
+    def X(self) -> da.Array:
+        """The data as a feature-chunked dask array (built from ``numpy_X`` on first use)."""
+        if self.dask_X is None:
+            self.dask_X = as_dask_array(self.numpy_X)
+        return self.dask_X
+
+    @property
+    def in_memory(self) -> bool:
+        return self.numpy_X is not None
+
+
+def new_input(X, n_features: int, name: str = "the model", layout: FeatureLayout | None = None) -> NewInput:
+    """Validate new data against the fitted features; no pass over X (metadata only).
 
     Parameters
     ----------
-    X : array-like, pandas DataFrame, dask array, zarr/h5py array or FeatureStore of shape (n_samples, n_features)
+    X : array-like, pandas DataFrame, dask array, zarr/h5py array, FeatureStore or images of shape (n_samples, n_features)
     n_features : int
         The number of features the model was fitted on (always checked).
     name : str
@@ -247,6 +253,11 @@ def predict_input(X, n_features: int, name: str = "the model", layout: FeatureLa
         The layout recorded at fit (``feature_layout_``): X's feature_shape,
         spatial reference and feature_ids, where X has them, must match it
         unless the check is switched off (:func:`wideml.ignore_feature_layout`).
+
+    Returns
+    -------
+    NewInput
+        In-memory input keeps its array; lazy input is a feature-chunked dask view.
 
     Raises
     ------
@@ -261,17 +272,52 @@ def predict_input(X, n_features: int, name: str = "the model", layout: FeatureLa
     if isinstance(X, FeatureStore):
         X = X.X
     Xm = memory_input(X, n_features, name)
-    Xd = as_dask_array(X if Xm is None else Xm)
+    if Xm is not None:
+        return NewInput(Xm, None)
+    Xd = as_dask_array(X)
     if Xd.shape[1] != n_features:
         raise WidemlError(
             f"X has {Xd.shape[1]} features, but {name} is expecting {n_features} features as input; "
             "give data with the training features in the same order."
         )
-    return Xd
+    return NewInput(None, Xd)
+
+
+def predict_input(X, n_features: int, name: str = "the model", layout: FeatureLayout | None = None) -> da.Array:
+    """New data as a feature-chunked dask array: :func:`new_input`'s ``X`` (no pass over X)."""
+    return new_input(X, n_features, name, layout).X
+
+
+def labels_of(X: Any, y: Any) -> Any:
+    """``y``, or the labels a feature store ``X`` holds when ``y`` is None (None when it holds none)."""
+    if y is None and isinstance(X, FeatureStore):
+        return X.y
+    return y
+
+
+def _store_reader(X: da.Array):
+    """The store reader behind X if X is exactly a feature store's X (no slicing or arithmetic), else None."""
+    graph = X.__dask_graph__()
+    if len(getattr(graph, "layers", {})) != 2:
+        return None
+    for value in dict(graph).values():
+        if isinstance(value, (ZarrReader, HDF5Reader)) and value.of_store and tuple(value.shape) == tuple(X.shape):
+            return value
+    return None
+
+
+def store_path(X: Any) -> str | None:
+    """Absolute path of the feature store X is (or whose own X it is, before any rechunking), else None."""
+    if isinstance(X, FeatureStore):
+        return str(Path(X.path).resolve())
+    if isinstance(X, da.Array):
+        reader = _store_reader(X)
+        return str(Path(reader.path).resolve()) if reader is not None else None
+    return None
 
 
 def check_feature_layout(X, n_features: int, name: str = "the model", layout: FeatureLayout | None = None) -> None:
-    """Refuse X whose feature layout differs from the one recorded at fit (metadata only; see :func:`predict_input`).
+    """Refuse X whose feature layout differs from the one recorded at fit (metadata only; see :func:`new_input`).
 
     A different number of features is left to the caller's count check; a
     dask array of unknown chunk sizes is refused (:func:`check_known_chunks`).
@@ -283,3 +329,7 @@ def check_feature_layout(X, n_features: int, name: str = "the model", layout: Fe
     if data_layout is not None and data_layout.n_features == n_features:
         data_name = f"the store {str(X.path)!r}" if isinstance(X, FeatureStore) else "X"
         check_layout(layout, data_layout, data_name=data_name, model_name=name)
+
+
+__all__ = ["FitInput", "NewInput", "check_feature_layout", "check_known_chunks", "fit_input", "labels_of", "memory_input",
+           "new_input", "predict_input", "regular_feature_chunks", "store_path"]

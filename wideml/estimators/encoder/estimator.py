@@ -145,7 +145,7 @@ from wideml.estimators.encoder.full import fit_full, transform_full
 from wideml.estimators.encoder.model_state import load_extra, save_extra, scores_from_json, scores_to_json
 from wideml.estimators.fitted import FittedState, array, p_array, read_small, state
 from wideml.estimators.class_sizes import require_class_spread
-from wideml.inputs.door import check_feature_layout, fit_input, memory_input, predict_input
+from wideml.inputs.door import fit_input, new_input
 from wideml.estimators.params import CheckedParams
 from wideml.exceptions import WidemlError
 from wideml.passes.chunkmath import PRECISIONS
@@ -307,14 +307,10 @@ class EncoderClassifier(FittedState, CheckedParams, ClassifierMixin, Transformer
         training data once (with linear, only the new data is read).
         """
         check_is_fitted(self, "classifier_")
-        check_feature_layout(X, self.n_features_in_, "EncoderClassifier", getattr(self, "feature_layout_", None))
-        Xmem = memory_input(X, self.n_features_in_, "EncoderClassifier")
-        Xd = predict_input(X, self.n_features_in_, "EncoderClassifier") if Xmem is None else None
+        new = new_input(X, self.n_features_in_, "EncoderClassifier", getattr(self, "feature_layout_", None))
         if self.form == "full" and not (self.kernel_ == "linear" and self.class_means_ is not None):
-            from wideml.inputs.as_dask import as_dask_array
-
-            return transform_full(self, Xd if Xmem is None else as_dask_array(Xmem))
-        return transform_fast(self, Xmem, Xd)
+            return transform_full(self, new.X)
+        return transform_fast(self, new.numpy_X, new.dask_X)
 
     # -- classification --------------------------------------------------------------------
     def predict_proba(self, X) -> np.ndarray:

@@ -64,7 +64,7 @@ class KernelEmbeddingMixin(KernelModelState, FittedState):
         array("classes_", load=classes_from_model),  # text classes: zarr reads StringDType, back to <U
     )
 
-    def fit_transform(self, X, y) -> np.ndarray:
+    def fit_transform(self, X, y=None) -> np.ndarray:
         """Fit and return the training samples' embedding (n x d); one pass over X."""
         return self.fit(X, y).embedding_
 

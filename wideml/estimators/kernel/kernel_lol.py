@@ -91,8 +91,8 @@ class KernelLOL(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
         self.random_state = random_state
 
     @auto_resumable
-    def fit(self, X, y) -> "KernelLOL":
-        """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels; one pass over X."""
+    def fit(self, X, y=None) -> "KernelLOL":
+        """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore) and labels y (a store's own when None); one pass over X."""
         self._validate_parameters()  # first_moment: class medians are not defined in feature space, so 'mean' only
         kernel = make_kernel(self.kernel, self.sigma, self.degree, self.coef0, self.gamma)
         training, data = training_input(X, y)

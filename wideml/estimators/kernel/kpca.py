@@ -24,6 +24,8 @@ from wideml.estimators.kernel.training import training_input
 from wideml.runner.fit_runner import algebra_threads
 from wideml.runner.resume import auto_resumable as _auto_resumable
 from wideml.estimators.params import KERNEL_CONSTRAINTS, NONE, POSITIVE_INT, CheckedParams
+from wideml.inputs.door import labels_of
+from wideml.storage.writer import check_labels
 
 
 class KernelPCA(CheckedParams, KernelModelState, FittedState, TransformerMixin, BaseEstimator):
@@ -103,9 +105,8 @@ class KernelPCA(CheckedParams, KernelModelState, FittedState, TransformerMixin, 
         self.training_, data = training_input(X, supervised=False)
         n = data.n_samples
         codes = None
+        y = labels_of(X, y)  # a store's own labels when y is omitted
         if y is not None:  # labels only stratify the landmarks: any kind, one per sample
-            from wideml.storage.writer import check_labels
-
             codes = np.unique(check_labels(y, n, min_classes=1, what="y"), return_inverse=True)[1].ravel()
         self.landmarks_ = None if self.n_landmarks is None else choose_landmarks(n, int(self.n_landmarks), codes, self.random_state)
         passes = kernel_passes(self, self.training_, codes, data)

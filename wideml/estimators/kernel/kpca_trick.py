@@ -331,8 +331,8 @@ class KPCATrick(CheckedParams, KernelEmbeddingMixin, ClassifierMixin, Transforme
     # ---- fit / predict
 
     @auto_resumable
-    def fit(self, X, y) -> "KPCATrick":
-        """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore's X) and labels y; one pass over X."""
+    def fit(self, X, y=None) -> "KPCATrick":
+        """Fit on X (n x p: numpy, dask, zarr, h5py or a FeatureStore) and labels y (a store's own when None); one pass over X."""
         self._validate_parameters()
         training, data = training_input(X, y)
         if isinstance(self.learner, str) and self.learner in _NEIGHBOUR_LEARNERS:  # before the pass: the labels say it all

@@ -15,41 +15,16 @@ A fitted kernel model keeps its training data as one of:
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
 import dask.array as da
 
 from wideml.exceptions import StoreError
 from wideml.inputs.as_dask import as_dask_array
+from wideml.inputs.door import fit_input, store_path
+from wideml.storage.featurestore import open_store
+from wideml.storage.layout import check_layout, layout_of
 
 #: Name of the training X in a kernel model (its work group, and the saved model).
 X_TRAIN = "X_train"
-
-
-def _store_reader(X: da.Array):
-    """The store reader behind X if X is exactly a feature store's X (no slicing or arithmetic), else None."""
-    from wideml.storage.reader import HDF5Reader, ZarrReader
-
-    graph = X.__dask_graph__()
-    layers = getattr(graph, "layers", {})
-    if len(layers) != 2:
-        return None
-    for value in dict(graph).values():
-        if isinstance(value, (ZarrReader, HDF5Reader)) and value.of_store and tuple(value.shape) == tuple(X.shape):
-            return value
-    return None
-
-
-def store_path(X) -> str | None:
-    """Absolute path of the feature store X is (or whose own X it is, before any rechunking), else None."""
-    from wideml.storage.featurestore import FeatureStore
-
-    if isinstance(X, FeatureStore):
-        return str(Path(X.path).resolve())
-    if isinstance(X, da.Array):
-        reader = _store_reader(X)
-        return str(Path(reader.path).resolve()) if reader is not None else None
-    return None
 
 
 class TrainingData:
@@ -96,8 +71,6 @@ class TrainingData:
         """The training X as a dask array (reopening the training store if needed)."""
         if self._X is not None:
             return self._X
-        from wideml.storage.featurestore import open_store
-
         if self.path is None or not os.path.exists(self.path):
             raise StoreError(
                 f"this kernel model crosses new data with its training store {self.path!r}, which is no longer there; "
@@ -109,8 +82,6 @@ class TrainingData:
                 f"the training store {self.path!r} now has shape {tuple(store.X.shape)}, not the {self.shape} the model was "
                 "fitted on; restore the original store, or refit the model."
             )
-        from wideml.storage.layout import check_layout, layout_of
-
         check_layout(self.layout, layout_of(store), data_name=f"the training store {self.path!r}", model_name="this kernel model")
         self._X = store.X
         return self._X
@@ -150,8 +121,6 @@ def training_input(X, y=None, *, supervised: bool = True):
     Reads no X. The training store's path is taken from the input as given
     (before any rechunking), so a model fitted on ``store.X`` can find its store again.
     """
-    from wideml.inputs.door import fit_input
-
     data = fit_input(X, y) if supervised else fit_input(X, None, require_labels=False)
     return TrainingData.from_fit_input(data, store_path(X)), data
 
