@@ -276,7 +276,7 @@ def test_ingest_of_a_zarr_array_with_a_missing_chunk_is_refused_unless_told(adv_
     assert_refused(proc, "chunk (0, 2)", str(src))
     assert not out.exists()
     assert_no_debris(tmp_path)
-    wideml.sources.ingest.ingest(src, out, labels=y, missing_chunks_are_fill=True)
+    wideml.ingest(src, out, labels=y, missing_chunks_are_fill=True)
     X0 = X.copy()
     X0[:, 200:300] = 0
     opened = wideml.open_store(out)
