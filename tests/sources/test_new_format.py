@@ -36,7 +36,7 @@ class ToySource(Source):
     access = STREAM
 
     @classmethod
-    def open(cls, location: Location, options: IngestOptions) -> "ToySource":
+    def open(cls, location: Location, options: IngestOptions) -> ToySource:
         src = cls()
         lines = location.path.read_text().splitlines()
         n, p = (int(v) for v in lines[0].split())
@@ -59,7 +59,7 @@ class RawFloat32Source(ArraySource):
     kind = "f32"
 
     @classmethod
-    def open_array(cls, location: Location, options: IngestOptions) -> "RawFloat32Source":
+    def open_array(cls, location: Location, options: IngestOptions) -> RawFloat32Source:
         shape = check_matrix([int(v) for v in Path(f"{location.path}.shape").read_text().split()], np.float32, "the raw file")
         mm = np.memmap(location.path, dtype="<f4", mode="r", shape=shape)
         return cls(mm, shape, np.float32, (1, 1), True, f"f32:{location.path}")

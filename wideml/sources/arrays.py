@@ -50,12 +50,12 @@ class ArraySource(Source):
         self.what = "X" if local else repr(description.split(":", 1)[-1])
 
     @classmethod
-    def open_array(cls, location: Location, options: IngestOptions) -> "ArraySource":
+    def open_array(cls, location: Location, options: IngestOptions) -> ArraySource:
         """Open the array at ``location`` (no labels); each array format defines it."""
         raise NotImplementedError
 
     @classmethod
-    def open(cls, location: Location, options: IngestOptions) -> "ArraySource":
+    def open(cls, location: Location, options: IngestOptions) -> ArraySource:
         """Open the array, then its labels (one per row; missing labels refused, since no row can be left out)."""
         src = cls.open_array(location, options)
         ids, y, keep = labels_for(options.labels, src.shape[0], options.drop_unlabelled, options.delimiter)

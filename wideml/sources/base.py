@@ -123,7 +123,7 @@ class Source(ABC):
 
     @classmethod
     @abstractmethod
-    def open(cls, location: Location, options: IngestOptions) -> "Source":
+    def open(cls, location: Location, options: IngestOptions) -> Source:
         """Open the source at ``location`` from its metadata, with its labels and ids; read no X.
 
         Raises

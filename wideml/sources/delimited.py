@@ -30,7 +30,13 @@ import numpy as np
 
 from wideml.exceptions import WidemlError
 from wideml.sources.base import STREAM, IngestOptions, Source, first
-from wideml.sources.delimited_scan import CSV_SUFFIXES, CsvLayout, is_number, keep_rows, scan_csv
+from wideml.sources.delimited_scan import (
+    CSV_SUFFIXES,
+    CsvLayout,
+    is_number,
+    keep_rows,
+    scan_csv,
+)
 from wideml.sources.labels import labels_for, open_text, validate_labels
 from wideml.sources.locations import Location
 from wideml.storage.casts import CastCheck, check_cast_dtypes
@@ -58,7 +64,7 @@ class CsvSource(Source):
         self.description, self.what, self.title = f"csv:{layout.path}", repr(str(layout.path)), f"ingest {layout.path.name}"
 
     @classmethod
-    def open(cls, location: Location, options: IngestOptions) -> "CsvSource":
+    def open(cls, location: Location, options: IngestOptions) -> CsvSource:
         """Scan the file (labels, ids, row count), then apply a labels file's rows and labels."""
         if options.labels is not None and options.label_column is not None:
             raise WidemlError("labels were given both as --labels and as --label-column; give them one way.")

@@ -49,7 +49,7 @@ class FolderSource(Source):
             raise WidemlError("--id-column needs --label-column (the labels table's label column) for a folder; give both.")
 
     @classmethod
-    def open(cls, location: Location, options: IngestOptions) -> "Source":
+    def open(cls, location: Location, options: IngestOptions) -> Source:
         """Read the labels file, list the files; a folder of NIfTI files opens as a :class:`NiftiFolderSource`."""
         folder = location.path
         found = folder_files(folder, options)

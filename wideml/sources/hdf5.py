@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import h5py
 import numpy as np
 
 from wideml.exceptions import WidemlError
@@ -29,25 +30,21 @@ class Hdf5Source(ArraySource):
     accepts = frozenset({"dataset"})
 
     @classmethod
-    def open_array(cls, location: Location, options: IngestOptions) -> "Hdf5Source":
+    def open_array(cls, location: Location, options: IngestOptions) -> Hdf5Source:
         return from_hdf5(location.path, location.dataset or options.dataset, missing_fill=options.missing_chunks_are_fill)
 
 
 def _datasets(handle) -> list[str]:
-    import h5py
-
     names: list[str] = []
     handle.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
     return names
 
 
-def from_hdf5(path: Path, dataset: str | None, missing_fill: bool = False) -> "Hdf5Source":
+def from_hdf5(path: Path, dataset: str | None, missing_fill: bool = False) -> Hdf5Source:
     """Open a dataset of an HDF5 file (the only dataset when ``dataset`` is None).
 
     Unless ``missing_fill``, a dataset with chunks that were never written is refused naming one.
     """
-    import h5py
-
     try:
         handle = h5py.File(path, "r")
     except OSError:

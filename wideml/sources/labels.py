@@ -22,7 +22,9 @@ import gzip
 import os
 from pathlib import Path
 
+import h5py
 import numpy as np
+import zarr
 
 from wideml.exceptions import WidemlError
 from wideml.sources.locations import split_hdf5_spec
@@ -207,8 +209,6 @@ def _raw_labels(spec, delimiter: str | None) -> tuple[np.ndarray | None, object,
     path = Path(file)
     where = f"labels file {str(spec)!r}"
     if dataset is not None:
-        import h5py
-
         if not path.is_file():
             raise WidemlError(f"labels file {str(path)!r} does not exist; check the path.")
         with h5py.File(path, "r") as handle:
@@ -216,8 +216,6 @@ def _raw_labels(spec, delimiter: str | None) -> tuple[np.ndarray | None, object,
                 raise WidemlError(f"{str(path)!r} has no dataset {dataset!r} for the labels; check the name.")
             return None, coerce_labels_array(handle[dataset.lstrip("/")][()]), None, where, False
     if path.is_dir():
-        import zarr
-
         try:
             return None, coerce_labels_array(zarr.open_array(str(path), mode="r")[...]), None, where, False
         except WidemlError:

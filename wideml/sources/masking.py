@@ -15,6 +15,7 @@ all samples.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import dask
@@ -146,7 +147,7 @@ def auto_mask(plan: NiftiPlan, groups: int | None = None) -> np.ndarray:
     bounds = np.linspace(0, n, groups + 1).astype(int)
     slab = slab_volumes(grid)
     tasks = [dask.delayed(_and_of_group, pure=False)(plan.samples, int(a), int(b), grid, slab)
-             for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+             for a, b in itertools.pairwise(bounds) if b > a]
     mask = np.ones(int(np.prod(grid)), dtype=bool)
     for bits in run_tasks(tasks, label=f"mask auto: non-zero voxels of {n} samples", local=False):
         mask &= np.unpackbits(bits, count=mask.size).astype(bool)

@@ -32,7 +32,13 @@ from wideml.sources.base import ROWS, IngestOptions, Source
 from wideml.sources.labels import validate_labels
 from wideml.sources.locations import Location
 from wideml.sources.masking import AUTO, auto_mask, load_mask_file
-from wideml.sources.nifti_rows import NiftiPlan, NiftiRows, keep_files, keep_samples, scan_nifti
+from wideml.sources.nifti_rows import (
+    NiftiPlan,
+    NiftiRows,
+    keep_files,
+    keep_samples,
+    scan_nifti,
+)
 from wideml.sources.participants import match_subjects, read_table
 from wideml.sources.sample_files import NIFTI, FolderFiles, folder_files
 from wideml.storage.spatial import SpatialReference
@@ -59,7 +65,7 @@ class NiftiFolderSource(Source):
         self.description, self.what, self.title = f"folder:{folder}", f"the files of {str(folder)!r}", f"ingest {folder.name}"
 
     @classmethod
-    def open(cls, location: Location, options: IngestOptions) -> "NiftiFolderSource":
+    def open(cls, location: Location, options: IngestOptions) -> NiftiFolderSource:
         """Open a folder that holds NIfTI files (labels file first, then the files)."""
         found = folder_files(location.path, options)
         if found.kind != NIFTI:
@@ -67,7 +73,7 @@ class NiftiFolderSource(Source):
         return cls.from_files(location.path, found, options)
 
     @classmethod
-    def from_files(cls, folder: Path, found: FolderFiles, options: IngestOptions) -> "NiftiFolderSource":
+    def from_files(cls, folder: Path, found: FolderFiles, options: IngestOptions) -> NiftiFolderSource:
         """Headers, labels and mask of the NIfTI files ``found.files`` (in sample order); no voxel read but for ``mask="auto"``."""
         plan = scan_nifti(found.files)
         y, keep = found.y, found.keep

@@ -54,7 +54,7 @@ class MemorySource(ArraySource):
     kind = "memory"
 
     @classmethod
-    def open_array(cls, location: Location, options: IngestOptions) -> "MemorySource":
+    def open_array(cls, location: Location, options: IngestOptions) -> MemorySource:
         return from_memory(location.obj)
 
 
@@ -64,7 +64,7 @@ class NpySource(ArraySource):
     kind = "npy"
 
     @classmethod
-    def open_array(cls, location: Location, options: IngestOptions) -> "NpySource":
+    def open_array(cls, location: Location, options: IngestOptions) -> NpySource:
         return from_npy(location.path)
 
 

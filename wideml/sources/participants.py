@@ -28,7 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from wideml.exceptions import WidemlError
-from wideml.sources.labels import coerce_labels, delimiter_fix, labels_delimiter, open_text
+from wideml.sources.labels import (
+    coerce_labels,
+    delimiter_fix,
+    labels_delimiter,
+    open_text,
+)
 from wideml.storage.label_cells import (
     check_unique_columns,
     clip,
@@ -51,7 +56,7 @@ def subject_of(name: str) -> str | None:
 def subject_key(value: str) -> str:
     """A table id as a subject label: ``sub-01`` and ``01`` both give ``01``."""
     value = str(value).strip()
-    return value[4:] if value.startswith("sub-") else value
+    return value.removeprefix("sub-")
 
 
 def _column(header: list[str], name, path: Path, flag: str) -> int:

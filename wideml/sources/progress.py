@@ -29,7 +29,7 @@ class Progress:
         self.show = progress_enabled()
         self._start = self._last = 0.0
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         self._start = self._last = time.monotonic()
         if self.show:
             print(f"[wideml] {self.label}", file=sys.stderr)

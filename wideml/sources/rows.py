@@ -25,6 +25,7 @@ from wideml.exceptions import WidemlError
 from wideml.sources.progress import Progress
 from wideml.storage import schema
 from wideml.storage.atomic import check_output, remove_path
+from wideml.storage.reader import ZarrReader
 from wideml.storage.rechunk import (
     choose_feature_chunk,
     copy_to_store,
@@ -34,7 +35,6 @@ from wideml.storage.rechunk import (
     temp_sibling,
     writer_target,
 )
-from wideml.storage.reader import ZarrReader
 from wideml.storage.writer import create_store, open_x_for_write
 
 #: Target size of a chunk of the temporary sample-chunked store.
@@ -138,7 +138,7 @@ def write_rows_to_store(
     tb_out = task_budget(budget_total, schema.store_format(out) == "hdf5")
     c = choose_feature_chunk(n, p, itemsize, n, tb_out, feature_chunk)
     rows = rows_per_block(p, itemsize, tb if read_block is not None else budget_total // 3, n)
-    finish = dict(dtype=dtype, feature_chunk=c, memory_limit=budget_total, overwrite=overwrite, label=label)
+    finish = {"dtype": dtype, "feature_chunk": c, "memory_limit": budget_total, "overwrite": overwrite, "label": label}
 
     if fits_in_memory(n, p, itemsize, budget_total):
         if read_block is not None:

@@ -89,8 +89,8 @@ def write_source(
     """
     dt = output_dtype(src.dtype, dtype)
     check_cast_dtypes(src.dtype, dt, src.what, allow_lossy_cast)
-    meta = dict(y=src.labels, source=src.description, sample_ids=first(sample_ids, src.sample_ids),
-                feature_ids=first(feature_ids, src.feature_ids))
+    meta = {"y": src.labels, "source": src.description, "sample_ids": first(sample_ids, src.sample_ids),
+                "feature_ids": first(feature_ids, src.feature_ids)}
     if src.feature_shape is not None:
         meta["feature_shape"] = src.feature_shape
     if src.spatial is not None:

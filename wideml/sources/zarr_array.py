@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import zarr
 
 from wideml.exceptions import WidemlError
 from wideml.sources.arrays import ArraySource, check_matrix
@@ -32,18 +33,16 @@ class ZarrSource(ArraySource):
     kind = "zarr"
 
     @classmethod
-    def open_array(cls, location: Location, options: IngestOptions) -> "ZarrSource":
+    def open_array(cls, location: Location, options: IngestOptions) -> ZarrSource:
         return from_zarr_array(location.path, missing_fill=options.missing_chunks_are_fill)
 
 
-def from_zarr_array(path: Path, missing_fill: bool = False) -> "ZarrSource":
+def from_zarr_array(path: Path, missing_fill: bool = False) -> ZarrSource:
     """Open a zarr array directory (v3, or v2 — a v2 group holding ``X`` means that array).
 
     Unless ``missing_fill``, a v3 array with missing chunk files is refused
     naming one (one listing), and a chunk that goes missing later fails the copy.
     """
-    import zarr
-
     if (path / "zarr.json").is_file():
         try:
             meta = json.loads((path / "zarr.json").read_text())
