@@ -24,6 +24,7 @@ import os
 import threading
 from typing import Any
 
+import h5py
 import numpy as np
 
 from wideml.exceptions import StoreError
@@ -35,8 +36,6 @@ def raw_layout(X: Any, path: str | None) -> tuple[tuple[int, int] | None, dict |
 
     None when the dataset's bytes cannot be read as they are (see the module docstring).
     """
-    import h5py
-
     f = X.file
     dtype = np.dtype(X.dtype)
     if (path is None or f.mode != "r" or f.driver != "sec2" or f.userblock_size or X.ndim != 2 or dtype.names is not None
@@ -133,8 +132,6 @@ class HDF5RawReader:
         if isinstance(rows, slice) and isinstance(cols, slice) and rows.step in (None, 1) and cols.step in (None, 1):
             return self.read_into(rows, cols, None)
         count_read(self.path)
-        import h5py
-
         with h5py.File(self.path, "r") as f:  # a fancy selection (dask fused an index into the read): h5py's own
             return np.asarray(f[self.name][key])
 

@@ -31,6 +31,8 @@ data larger than memory, ingest the files into a store (``wideml ingest FOLDER
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,9 @@ import numpy as np
 
 from wideml.exceptions import WidemlError
 from wideml.sources.masking import inside, mask_of_image
-from wideml.storage.spatial import SpatialReference
+from wideml.storage.layout import SPATIAL_INLINE_CHARS, FeatureLayout
+from wideml.storage.model_space import with_space
+from wideml.storage.spatial import SPATIAL_ATTR, SpatialReference, require_nibabel
 
 _FIX_SPACE = "resample it to the first image (e.g. nilearn.image.resample_to_img)"
 
@@ -119,8 +123,6 @@ def resolve_mask(mask: Any, space: SpatialReference) -> np.ndarray | None:
         if not arr.any():
             raise WidemlError("the mask has no non-zero voxel, so there would be no feature; give a mask with voxels inside.")
         return arr
-    from wideml.storage.spatial import require_nibabel
-
     return mask_of_image(_load(mask, require_nibabel(), "mask file"), space, "the mask", _FIX_SPACE)
 
 
@@ -149,8 +151,6 @@ def images_to_array(imgs: Any, mask: Any = None) -> tuple[np.ndarray, SpatialRef
         No image, an unreadable or missing file, an image on another grid or
         affine, a mask of another shape or space, or an empty mask.
     """
-    from wideml.storage.spatial import require_nibabel
-
     nib = require_nibabel()
     items = [imgs] if _is_nibabel_image(imgs) or isinstance(imgs, (str, os.PathLike)) else list(imgs) if isinstance(imgs, (list, tuple)) else None
     if not items:
@@ -186,13 +186,6 @@ def image_layout(n_features: int, ref: SpatialReference):
     mask) and the spatial record is the store's (``spatial_reference``), so a
     model fitted on images checks stores and images of another space, and back.
     """
-    import hashlib
-    import json
-
-    from wideml.storage.layout import SPATIAL_INLINE_CHARS, FeatureLayout
-    from wideml.storage.model_space import with_space
-    from wideml.storage.spatial import SPATIAL_ATTR
-
     spatial = {SPATIAL_ATTR: ref.to_attrs()}
     sha = hashlib.sha256(json.dumps(spatial, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     record = spatial if len(json.dumps(spatial)) <= SPATIAL_INLINE_CHARS else {"sha256": sha}

@@ -35,7 +35,12 @@ import os
 import sys
 from typing import Any
 
+from dask.blockwise import Blockwise
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
 from wideml.exceptions import StoreError
+from wideml.runtime.cluster_check import zarr_location
+from wideml.storage.integrity import _empty_inner_chunk, chunk_layout, describe_chunk, expected_chunk_keys, missing_chunk_keys
 
 
 def declares_fill(X: Any) -> bool:
@@ -49,8 +54,6 @@ def declares_fill(X: Any) -> bool:
 
 def _where(X: Any) -> str:
     """``at /abs/path`` of a local array, else ``in a MemoryStore (path 'x')``."""
-    from wideml.runtime.cluster_check import zarr_location
-
     location = zarr_location(X)
     if location is not None:
         return "at " + os.path.normpath(os.path.join(os.path.abspath(location[0]), location[1] or ""))
@@ -60,7 +63,6 @@ def _where(X: Any) -> str:
 
 
 def _missing_error(X: Any, key: tuple, grid: tuple, more: int, unit: str = "chunk") -> StoreError:
-    from wideml.storage.integrity import describe_chunk
 
     fill = getattr(getattr(X, "metadata", None), "fill_value", None)
     fill = getattr(fill, "item", lambda: fill)() if fill is not None else 0
@@ -75,9 +77,6 @@ def _missing_error(X: Any, key: tuple, grid: tuple, more: int, unit: str = "chun
 
 def _local_layout(X: Any):
     """The chunk-file layout of a zarr array on a local folder, or None (not local, or a layout wideml does not list)."""
-    from wideml.runtime.cluster_check import zarr_location
-    from wideml.storage.integrity import chunk_layout
-
     location = zarr_location(X)
     if location is None:
         return None
@@ -126,7 +125,6 @@ def check_zarr_chunks(X: Any) -> None:
     """
     if not all(int(n) for n in X.shape) or declares_fill(X):
         return
-    from wideml.storage.integrity import _empty_inner_chunk, expected_chunk_keys, missing_chunk_keys
 
     layout = _local_layout(X)
     if layout is not None:
@@ -157,10 +155,8 @@ _SKIP, _ZARR, _TASK, _DATA, _ITEMS, _VALUES, _PARTIAL = range(7)
 class _Never:
     """A type no graph value has."""
 
-
 class _Walk:
     """One walk over a graph's values: the zarr arrays found (by id), and each value type's kind, decided once per type."""
-
     def __init__(self, zarr_types: tuple) -> None:
         try:
             from dask._task_spec import DataNode, Task
@@ -228,9 +224,6 @@ def zarr_arrays_in_graph(X: Any) -> list:
     zarr_types = _zarr_types()
     if not zarr_types:
         return []
-    from dask.blockwise import Blockwise
-    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
-
     walk = _Walk(zarr_types)
     graph = X.__dask_graph__()
     layers = graph.layers.values() if isinstance(graph, HighLevelGraph) else [graph]

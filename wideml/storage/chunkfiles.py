@@ -9,6 +9,7 @@ little-endian CRC32C (Castagnoli) of the bytes before it, computed by
 
 from __future__ import annotations
 
+import numcodecs
 import numpy as np
 
 #: zarr v3 compressor codec name -> numcodecs codec class that decodes its chunk files.
@@ -35,8 +36,6 @@ def chunk_decoder(codecs: list):
     cls = _DECODERS.get(codecs[1].get("name"))
     if cls is None:
         return None
-    import numcodecs
-
     return endian, getattr(numcodecs, cls)(), crc
 
 

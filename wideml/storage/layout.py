@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from wideml.exceptions import StoreError, WidemlError
+from wideml.storage.featurestore import FeatureStore
 
 #: Store attrs that make up a spatial reference (whichever are present).
 SPATIAL_KEYS = ("affine", "mask", "mask_sha256", "volume_shape", "spatial_reference")
@@ -97,8 +98,6 @@ class FeatureLayout:
 
 def layout_of(X) -> FeatureLayout | None:
     """The feature layout of training or new data: a FeatureStore, a pandas DataFrame or any 2-D array (metadata only)."""
-    from wideml.storage.featurestore import FeatureStore
-
     if isinstance(X, FeatureStore):
         spatial = {k: X.attrs[k] for k in SPATIAL_KEYS if k in X.attrs} or None
         spatial_sha = _sha256_json(spatial) if spatial else None

@@ -31,6 +31,7 @@ import numpy as np
 
 from wideml.storage.layout import FeatureLayout, id_fingerprints
 from wideml.storage.spatial import MASK_NAME, SPATIAL_ATTR, SpatialReference, mask_sha256, write_spatial
+from wideml.exceptions import StoreError
 
 #: Name of the feature-ids array and attrs entry of a model group.
 IDS_NAME = "feature_ids"
@@ -119,8 +120,6 @@ def read_model_space(group, attrs: dict, n_features: int | None, layout: Feature
 
 
 def _read_spatial(group, doc: Any, present: set, n_features: int | None) -> SpatialReference | None:
-    from wideml.exceptions import StoreError
-
     if doc is None:
         if MASK_NAME in present:
             raise SpaceViolation(f"it holds the unknown array {MASK_NAME!r} (a mask without a spatial_reference)")

@@ -8,6 +8,7 @@ passes over X.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
@@ -15,9 +16,13 @@ import weakref
 from collections import Counter
 from pathlib import Path
 
+import h5py
 import numpy as np
+import zarr
 
+from wideml.exceptions import StoreError
 from wideml.storage.chunkfiles import ChecksumMismatch, chunk_decoder, load_chunk_file
+from wideml.storage.integrity import chunk_layout, chunk_path, describe_chunk, missing_error
 
 #: Number of block reads per store path in this process.
 READ_COUNTER: Counter = Counter()
@@ -44,8 +49,6 @@ _count = count_read
 
 def _damaged(path: str, name: str, shape: tuple, key, exc: Exception):
     """The one-sentence error for a block whose chunks cannot be read or decoded."""
-    from wideml.exceptions import StoreError
-
     key = key if isinstance(key, tuple) else (key,)
     where = ", ".join("{}:{}".format(*k.indices(n)[:2]) if isinstance(k, slice) else str(k) for k, n in zip(key, shape))
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -84,8 +87,6 @@ class ZarrReader:
     of_store = True
 
     def __init__(self, path: str, name: str, shape, dtype, chunks, missing: str = "error"):
-        from wideml.storage.integrity import chunk_layout
-
         self.path, self.name = str(path), name
         self.shape, self.dtype, self.chunks = tuple(shape), np.dtype(dtype), tuple(chunks)
         self.ndim = len(self.shape)
@@ -113,8 +114,6 @@ class ZarrReader:
 
     def _zarr(self):
         if self._array is None:
-            import zarr
-
             self._array = zarr.open_array(os.path.join(self.path, self.name), mode="r")
         return self._array
 
@@ -122,13 +121,9 @@ class ZarrReader:
         return f"{self.name} of the store at {self.path}"
 
     def _chunk_file(self, i: int, j: int) -> str:
-        from wideml.storage.integrity import chunk_path
-
         return chunk_path(self._layout, (i, j))
 
     def _missing(self, key: tuple[int, ...], grid=None, unit: str = "chunk"):
-        from wideml.storage.integrity import missing_error
-
         return missing_error(key, self.shape, grid or self.chunks, self._what(), unit=unit)
 
     def __getitem__(self, key):
@@ -155,8 +150,6 @@ class ZarrReader:
         spans = _spans(key, self.shape)
         if spans is None:
             return
-        import itertools
-
         grid = self._layout.grid
         ranges = [range(lo // g, -(-hi // g)) for (lo, hi), g in zip(spans, grid)]
         for idx in itertools.product(*ranges):
@@ -250,9 +243,6 @@ class ZarrReader:
                 return "fill"
             raise self._missing((i, j)) from None
         except ChecksumMismatch:
-            from wideml.exceptions import StoreError
-            from wideml.storage.integrity import describe_chunk
-
             raise StoreError(
                 f"{describe_chunk((i, j), self.shape, self.chunks)} of {self._what()} fails its crc32c checksum (the file "
                 "was changed or damaged on disk); restore the store from a copy or write it again."
@@ -272,8 +262,6 @@ def _read_meta(array_dir: Path) -> dict | None:
 
 
 def _chunk_path(layout, key) -> str:
-    from wideml.storage.integrity import chunk_path
-
     return chunk_path(layout, key)
 
 
@@ -324,8 +312,6 @@ class HDF5Reader:
 
     def describe_codec(self) -> str:
         """The dataset's compression filter, e.g. ``"gzip (level 4); read through h5py"``."""
-        import h5py
-
         with h5py.File(self.path, "r") as f:
             d = f[self.name]
             comp = d.compression or "none"
@@ -336,8 +322,6 @@ class HDF5Reader:
     def __getitem__(self, key):
         _count(self.path)
         if self._file is None:
-            import h5py
-
             self._file = h5py.File(self.path, "r")
         try:
             return self._file[self.name][key]

@@ -21,6 +21,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
 from wideml.exceptions import WidemlError
 from wideml.estimators.encoder.types import Encoder
+from wideml.storage.featurestore import open_store
 
 
 #: Arrays only a model whose selected kernel is spearman predicts from.
@@ -95,8 +96,6 @@ def load_extra(est: Encoder, state: dict, arrays: dict) -> None:
         est.train_codes_ = np.asarray(arrays["train_codes"][...])
         est._train_store = state.get("train_store")
         if est._train_store:
-            from wideml.storage.featurestore import open_store
-
             store = open_store(est._train_store)
             if store.n_features != est.n_features_in_ or store.n_samples != len(est.train_codes_):
                 raise WidemlError(f"the training store {est._train_store!r} of this full-kernel model has changed shape; refit the model.")

@@ -15,6 +15,7 @@ A fitted kernel model keeps its training data as one of:
 from __future__ import annotations
 
 import os
+
 import dask.array as da
 
 from wideml.exceptions import StoreError
@@ -22,6 +23,7 @@ from wideml.inputs.as_dask import as_dask_array
 from wideml.inputs.door import fit_input, store_path
 from wideml.storage.featurestore import open_store
 from wideml.storage.layout import check_layout, layout_of
+from wideml.runner.workdir import work_array
 
 #: Name of the training X in a kernel model (its work group, and the saved model).
 X_TRAIN = "X_train"
@@ -63,8 +65,6 @@ class TrainingData:
 
     def keep_copy(self, group: str) -> None:
         """Point at the copy of X the fit's pass wrote into the model group ``group`` (which it keeps alive)."""
-        from wideml.runner.workdir import work_array
-
         self._X = work_array(group, X_TRAIN)
 
     def array(self) -> da.Array:
