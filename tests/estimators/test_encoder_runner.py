@@ -112,7 +112,7 @@ def test_full_form_with_a_kernel_other_than_linear_selected_still_reads_its_trai
 def test_fit_passes_are_numbered_and_counted(data, labels, monkeypatch, kernels, spearman, block, total):
     _, _, _, train, _ = data
     if block is not None:
-        from wideml.estimators.encoder.estimator import fit as _encoder_fit
+        from wideml.estimators.encoder import fit as _encoder_fit
 
         monkeypatch.setattr(_encoder_fit, "_exact_block_rows", lambda n, p, anchors: block)
     before = _reads(train)
@@ -124,7 +124,7 @@ def test_fit_passes_are_numbered_and_counted(data, labels, monkeypatch, kernels,
 
 def test_in_memory_fit_runs_its_passes_without_a_graph(data, labels, monkeypatch):
     X, y, _, _, _ = data
-    from wideml.estimators.encoder.estimator import fit as _encoder_fit
+    from wideml.estimators.encoder import fit as _encoder_fit
 
     monkeypatch.setattr(_encoder_fit, "_exact_block_rows", lambda n, p, anchors: 20)
     est = EncoderClassifier(kernels="linear,spearman", spearman="exact").fit(X, y)
