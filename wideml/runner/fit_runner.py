@@ -124,7 +124,7 @@ class FitPasses:
         return data is not None and data.in_memory and data.X.numblocks[1] == 1
 
     @classmethod
-    def for_fit(cls, estimator: Any, total: int, data: Any) -> FitPasses:
+    def for_fit(cls, estimator: Any, total: int, data: Any, *, keyed_by: Any = None) -> FitPasses:
         """The runner of ``estimator.fit(data)``: resumable when the fit is (a store's fit inside a resumable block).
 
         Parameters
@@ -134,8 +134,11 @@ class FitPasses:
             Passes over X the fit makes.
         data : FitInput
             The fit's input (its fingerprint keys the fit's checkpoints: :func:`wideml.runner.resume.begin`).
+        keyed_by : FitInput-like, optional
+            What the fingerprint is taken from instead of ``data`` (its ``X``,
+            ``in_memory``, ``source`` and ``codes``; a kernel fit's stored training X).
         """
-        return cls(estimator, total, _resume.begin(estimator, data), data)
+        return cls(estimator, total, _resume.begin(estimator, data if keyed_by is None else keyed_by), data)
 
     @classmethod
     def for_run(cls, name: str, fingerprint: str, params: dict, data: Any, total: int, *, first: int = 1,

@@ -17,9 +17,9 @@ import numpy as np
 
 from wideml.algebra.kernels import gram_sq_distances
 from wideml.estimators.kernel.training import X_TRAIN, TrainingData
-from wideml.runner import resume as _resume
 from wideml.runner.fit_runner import FitPasses
 from wideml.exceptions import WidemlError
+from wideml.inputs.door import predict_input
 from wideml.passes.crossgram import CrossGramPass, cross_gram_pass
 from wideml.passes.gram import GramPass
 from wideml.passes.outputs import write_output
@@ -104,12 +104,11 @@ def kernel_passes(est, training: TrainingData, codes: np.ndarray | None = None, 
     ``data`` (the fit's FitInput) lets the runner run a small in-memory X's
     pass in the calling thread (:class:`~wideml.runner.fit_runner.FitPasses`).
     """
-    session = None
-    if training.path is not None:
-        view = SimpleNamespace(X=training.array(), in_memory=False, source={"store": training.path},
-                               codes=np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes))
-        session = _resume.begin(est, view)
-    return FitPasses(est, type(est).n_fit_passes, session, data)
+    if training.path is None:
+        return FitPasses(est, type(est).n_fit_passes, None, data)
+    view = SimpleNamespace(X=training.array(), in_memory=False, source={"store": training.path},
+                           codes=np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes))
+    return FitPasses.for_fit(est, type(est).n_fit_passes, data, keyed_by=view)
 
 
 def kernel_products(passes: FitPasses, training: TrainingData, landmarks: np.ndarray | None) -> Products:
@@ -132,8 +131,6 @@ def kernel_products(passes: FitPasses, training: TrainingData, landmarks: np.nda
 
 def new_products(X_new, training: TrainingData, landmarks: np.ndarray | None, name: str = "the model") -> Products:
     """One pass over new data and the training data together: their cross products (m x n_ref)."""
-    from wideml.inputs.door import predict_input
-
     Xn = predict_input(X_new, training.shape[1], name, layout=training.layout)
     (cross,) = compute(cross_gram_pass(Xn, training.array(), ref_rows=landmarks), label="cross-Gram pass")
     return Products(cross.raw_cross(), cross.sq_distances(), int(Xn.shape[1]), None)
