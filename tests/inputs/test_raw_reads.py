@@ -189,3 +189,34 @@ def test_fits_on_raw_read_inputs_equal_fits_in_memory(tmp_path, door, make):
     finally:
         if h5 is not None:
             h5.close()
+
+
+@pytest.mark.parametrize("door", ["zarr", "h5py"])
+def test_raw_readers_travel_to_other_processes(tmp_path, door, monkeypatch):
+    """On the processes scheduler the raw readers are pickled and read their files by absolute path in the workers."""
+    import dask
+
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((30, 200)).astype("f4")
+    y = np.arange(30) % 2
+    if door == "zarr":
+        zarr.create_array(tmp_path / "a.zarr", shape=A.shape, chunks=(30, 64), dtype="f4", compressors=None)[...] = A
+        monkeypatch.chdir(tmp_path)
+        X = zarr.open_array("a.zarr", mode="r")  # opened relatively: re-opened by absolute path before the graph
+        h5 = None
+    else:
+        with h5py.File(tmp_path / "a.h5", "w") as f:
+            f.create_dataset("X", data=A, chunks=(30, 64))
+        h5 = h5py.File(tmp_path / "a.h5", "r")
+        X = h5["X"]
+    try:
+        Xd = as_dask_array(X)
+        assert _reader_of(Xd) is not None and Xd.numblocks[1] == 4
+        with dask.config.set(scheduler="processes", num_workers=2):
+            np.testing.assert_array_equal(Xd.compute(), A)
+            lazy = wideml.LOL(n_components=2, solver="gram").fit(X, y)
+        memory = wideml.LOL(n_components=2, solver="gram").fit(A, y)
+        np.testing.assert_allclose(lazy.transform(A), memory.transform(A), rtol=1e-4, atol=1e-5)
+    finally:
+        if h5 is not None:
+            h5.close()
