@@ -355,11 +355,7 @@ def resumable(folder: str, resume: bool = True) -> Iterator[Session | None]:
         yield None
         return
     session = Session(folder, resume, interval)
-    ownership = _ownership()
-    if ownership is not None:  # refuses a folder that is not wideml's, or that another running wideml run holds
-        ownership.claim(session.folder, "checkpoint")
-    else:
-        os.makedirs(session.folder, exist_ok=True)
+    ownership.claim(session.folder, "checkpoint")  # refuses a folder that is not wideml's, or that another running wideml run holds
     token = _ACTIVE.set(session)
     keep = False
     try:
@@ -373,18 +369,11 @@ def resumable(folder: str, resume: bool = True) -> Iterator[Session | None]:
     finally:
         _ACTIVE.reset(token)
         if not keep:  # the owner file goes last: a removal cut short still says whose folder it was
-            if ownership is not None:
-                remove_tree(session.folder)
-                unregister_scratch(session.folder)
-            else:
-                shutil.rmtree(session.folder, ignore_errors=True)
-        elif ownership is not None:
+            remove_tree(session.folder)
+            unregister_scratch(session.folder)
+        else:
             with contextlib.suppress(Exception):
                 ownership.release(session.folder)
-
-
-def _ownership():
-    return ownership
 
 
 __all__ = ["LaneState", "PassCheckpoint", "Session", "active", "checkpoint_interval", "digest", "load_state", "resumable", "save_state"]
