@@ -47,7 +47,7 @@ class FitInput:
     in_memory : bool
         True for numpy input: fitted p-sized arrays are then kept in memory,
         and passes may run directly on ``numpy_X`` (:meth:`FitPasses.run
-        <wideml.runner.fit_runner.FitPasses.run>` with ``local=``).
+        <wideml.runner.fit_runner.FitPasses.run>` runs a pass's ``local`` form).
     numpy_X : ndarray or None
         The original array when ``in_memory``.
     source : dict
