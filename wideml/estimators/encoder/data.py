@@ -12,17 +12,21 @@ A fit's passes run through its :class:`~wideml.runner.fit_runner.FitPasses`;
 
 from __future__ import annotations
 
+import uuid
+
 import dask.array as da
 import numpy as np
+
 from wideml.inputs.door import FitInput
+from wideml.runner.workdir import keep_folder_alive
+from wideml.storage.reader import ZarrReader
+from wideml.storage.writer import default_feature_chunk
 
 
 def _feature_chunk(data: FitInput) -> int:
     """The training data's feature-chunk width (the default for in-memory input), used to save p-sized arrays chunked like X."""
     if not data.in_memory:
         return int(data.X.chunks[1][0])
-    from wideml.storage.writer import default_feature_chunk
-
     return default_feature_chunk(*data.numpy_X.shape, data.numpy_X.dtype.itemsize)
 
 
@@ -32,11 +36,6 @@ def _group_array(group: str, name: str, arrays: dict) -> da.Array:
     (``da.from_zarr`` opens the array through zarr and fsspec, about 10 ms a fit; the array was
     created by :func:`~wideml.runner.workdir.new_model_group` with the shape and chunks given.)
     """
-    import uuid
-
-    from wideml.runner.workdir import keep_folder_alive
-    from wideml.storage.reader import ZarrReader
-
     shape, chunks = arrays[name]
     reader = ZarrReader(group, name, shape, np.float64, chunks, missing="fill")  # zarr skips all-zero chunks of model arrays
     arr = da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0)),
