@@ -20,7 +20,7 @@ graph, its in-memory form, what its checkpoint holds) and hands it to one
   group out of the work directory when its passes are done
   (:meth:`FitPasses.settle`);
 - sets ``n_fit_passes_`` (:meth:`FitPasses.record`), which tests compare with
-  the chunk reads counted on the store (``tests/estimators/test_fit_passes.py``).
+  the chunk reads counted on the store (``tests/runner/test_fit_passes.py``).
 
 :func:`run_new_data` runs a pass over new data (``transform``, ``predict``:
 not a fit's, not counted, never checkpointed) the same way.

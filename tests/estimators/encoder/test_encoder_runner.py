@@ -2,7 +2,7 @@
 
 - every fit pass is numbered "pass i/total" in its label, and ``n_fit_passes_`` equals the chunk reads of the store;
 - a full-form linear encoder keeps the class means its Gram pass computed: ``save_model`` reads no training
-  data, and ``transform`` reads only the new data (tests/estimators/test_fit_passes.py counts reads the same way).
+  data, and ``transform`` reads only the new data (tests/runner/test_fit_passes.py counts reads the same way).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from wideml.models.persistence import load_model, save_model
 from wideml.storage.reader import READ_COUNTER
 
 N, P, K, WIDTH = 45, 120, 3, 25
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 
 
 @pytest.fixture(scope="module")
