@@ -17,7 +17,7 @@ import pytest
 from adversarial.harness import assert_refused, run_cli
 from oracles import store_and_model
 from wideml.exceptions import ConfigError
-from wideml.runtime import local_cluster
+from wideml.runtime import local_cluster, worker_bound
 from wideml.runtime.scheduler import active_client, use_scheduler
 
 
@@ -42,7 +42,7 @@ def test_far_too_many_workers_refused_at_once(monkeypatch):
 
 
 def test_bound_is_four_workers_per_usable_core(monkeypatch):
-    monkeypatch.setattr(local_cluster, "usable_cores", lambda: 2)
+    monkeypatch.setattr(worker_bound, "usable_cores", lambda: 2)
     local_cluster.check_worker_count(8)  # 4 per core: allowed
     with pytest.raises(ConfigError, match=r"asks for 9 worker processes, but this machine has 2 usable cores; "
                                           r"use local:N with N at most 8"):

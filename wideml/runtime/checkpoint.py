@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from wideml.exceptions import ConfigError, WidemlError
+from wideml.exceptions import WidemlError
 from wideml.runtime import ownership
-from wideml.runtime.config import config_value
+from wideml.runtime.config import config_value, parse_checkpoint_interval
 from wideml.runtime.removal import remove_tree, unregister_scratch
 
 _ACTIVE: contextvars.ContextVar["Session | None"] = contextvars.ContextVar("wideml_checkpoint_session", default=None)
@@ -50,16 +50,7 @@ PART_REASONS = {
 
 def checkpoint_interval() -> float | None:
     """Seconds between two checkpoints of a lane (config ``wideml.checkpoint-interval``); None when off (0, off, false)."""
-    value = config_value("checkpoint-interval")
-    if value is None or value is False or str(value).strip().lower() in ("off", "false", "no", "none", "0", "0.0"):
-        return None
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"checkpoint-interval {value!r} is not a number of seconds; write e.g. 60, or 0 to turn checkpoints off.") from None
-    if seconds < 0:
-        raise ConfigError(f"checkpoint-interval {value!r} is negative; write a number of seconds, or 0 to turn checkpoints off.")
-    return seconds or None
+    return parse_checkpoint_interval(config_value("checkpoint-interval"))
 
 
 # -- nested state <-> (JSON description, arrays) ------------------------------------------

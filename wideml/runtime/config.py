@@ -15,6 +15,7 @@ import yaml
 
 from wideml.exceptions import ConfigError, PerformanceWarning
 from wideml.runtime.addresses import check_address
+from wideml.runtime.worker_bound import check_worker_count
 
 
 _DEFAULTS_FILE = Path(__file__).resolve().parent.parent / "wideml.yaml"
@@ -239,6 +240,7 @@ def _check_scheduler(value: Any) -> None:
     if local:
         if int(local.group(1)) < 1:
             raise ConfigError(f"scheduler {value!r} asks for no workers; use local:N with N >= 1.")
+        check_worker_count(int(local.group(1)), spec)  # the bound the scheduler applies when it starts the cluster
         return
     if spec.startswith(("tcp://", "tls://", "inproc://")):
         check_address(spec)
@@ -278,15 +280,37 @@ def _check_threads(value: Any) -> None:
         raise ConfigError(f"threads must be a positive integer or auto, got {value!r}.")
 
 
-def _check_checkpoint_interval(value: Any) -> None:
+_INTERVAL_HELP = "write a number of seconds such as 60, or 0 (or off) to turn checkpoints off"
+
+
+def parse_checkpoint_interval(value: Any) -> float | None:
+    """Seconds between two checkpoints (config ``checkpoint-interval``), or None when checkpoints are off.
+
+    Off is ``0``, ``off``, ``false``, ``no``, ``none`` or null; otherwise a
+    finite number of seconds of at least 0.
+
+    Raises
+    ------
+    ConfigError
+        If the value is not a number (NaN included), is infinite or is negative.
+    """
     if value is None or value is False or str(value).strip().lower() in ("off", "false", "no", "none"):
-        return
+        return None
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"checkpoint-interval {value!r} is not a number of seconds; write e.g. 60, or 0 to turn checkpoints off.") from None
-    if not seconds >= 0:
-        raise ConfigError(f"checkpoint-interval {value!r} is negative; write a number of seconds, or 0 to turn checkpoints off.")
+        raise ConfigError(f"checkpoint-interval {value!r} is not a number of seconds; {_INTERVAL_HELP}.") from None
+    if seconds != seconds:
+        raise ConfigError(f"checkpoint-interval {value!r} is not a number (NaN); {_INTERVAL_HELP}.")
+    if seconds < 0:
+        raise ConfigError(f"checkpoint-interval {value!r} is negative; {_INTERVAL_HELP}.")
+    if seconds == float("inf"):
+        raise ConfigError(f"checkpoint-interval {value!r} is infinite (no checkpoint would ever be written); {_INTERVAL_HELP}.")
+    return seconds or None
+
+
+def _check_checkpoint_interval(value: Any) -> None:
+    parse_checkpoint_interval(value)
 
 
 def _check_workdir(value: Any) -> None:

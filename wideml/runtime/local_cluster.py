@@ -33,6 +33,7 @@ from wideml.runtime.config import config_value, parse_bool
 from wideml.runtime.owned_names import work_folder_name
 from wideml.runtime.ownership import create_claimed
 from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
+from wideml.runtime.worker_bound import WORKERS_PER_CORE, check_worker_count, usable_cores  # noqa: F401  (shared with the config check)
 
 
 def dashboard_address() -> str | None:
@@ -51,41 +52,6 @@ def dashboard_address() -> str | None:
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
         raise ConfigError(f"dashboard {value!r} is neither true/false nor HOST:PORT; write e.g. false, true or 127.0.0.1:8787.")
     return f"{host or '127.0.0.1'}:{port}"
-
-
-#: Most worker processes ``local:N`` may start per usable core.
-WORKERS_PER_CORE = 4
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system tells it, else the CPU count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def check_worker_count(n_workers: int, spec: str | None = None) -> None:
-    """Refuse a LocalCluster of more than :data:`WORKERS_PER_CORE` worker processes per usable core, in one sentence.
-
-    Parameters
-    ----------
-    n_workers : int
-        The N of ``local:N``.
-    spec : str, optional
-        The scheduler as the user wrote it (for the message).
-
-    Raises
-    ------
-    ConfigError
-        If ``n_workers`` is above the bound.
-    """
-    cores = usable_cores()
-    bound = WORKERS_PER_CORE * cores
-    if n_workers > bound:
-        raise ConfigError(f"scheduler {spec or f'local:{n_workers}'!r} asks for {n_workers} worker processes, but this machine "
-                          f"has {cores} usable core{'' if cores == 1 else 's'}; use local:N with N at most {bound} "
-                          f"(local:{cores}, one single-threaded worker per core, is usually fastest).")
 
 
 def _scratch_parent() -> str:
