@@ -5,10 +5,10 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
-from wideml.exceptions import WidemlError
-from wideml.inputs.external import absolute_zarr, h5py_as_dask
-from wideml.inputs.zarr_chunks import check_dask_zarr_chunks, check_zarr_chunks
-from wideml.inputs.zarr_raw import only_zarr_read, opened_absolute, raw_view
+from wideml.inputs.external import absolute_zarr, h5py_as_dask, relative_zarr_error
+from wideml.inputs.numpy_array import check_matrix_meta
+from wideml.inputs.zarr_chunks import check_zarr_chunks, zarr_arrays_in_graph
+from wideml.inputs.zarr_raw import only_zarr_read, raw_view
 from wideml.storage.featurestore import FeatureStore
 from wideml.storage.writer import default_feature_chunk
 
@@ -23,31 +23,38 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
     the read of one (``da.from_zarr``), and an uncompressed h5py dataset are
     read as a store's X is, straight from their files into each task's buffer
     (:mod:`wideml.inputs.zarr_raw`, :mod:`wideml.inputs.h5py_raw`); other
-    layouts keep zarr's or h5py's read. No graph built here carries
-    a relative path: a zarr array opened relatively is re-opened through its
-    absolute path, and an h5py dataset is read through its file's absolute
-    path off the threaded scheduler (:mod:`wideml.inputs.external`).
+    layouts keep zarr's or h5py's read. No graph read here carries
+    a relative path: a zarr array opened by a relative path is refused, and an
+    h5py dataset is read through its file's absolute path off the threaded
+    scheduler, only while that path leads to the file the handle has open
+    (:mod:`wideml.inputs.external`).
     A zarr array must have every chunk stored (:func:`~wideml.inputs.zarr_chunks.check_zarr_chunks`), and so
-    must every zarr array a dask array's graph reads from (``da.from_zarr``, ``da.from_array(zarr_array)``).
+    must every zarr array a dask array's graph reads from (``da.from_zarr``, ``da.from_array(zarr_array)``);
+    none of them may be opened by a relative path. Any input must be 2-D, real and numeric (metadata only).
 
     Raises
     ------
     WidemlError
-        For an in-memory zarr array (or HDF5 file) while a dask.distributed
-        client is active, a zarr array opened relatively from a directory
-        that is no longer the working directory, or a zarr array with a chunk
-        that has no stored data, directly or under a dask array (a StoreError).
+        For input that is not 2-D or not real numbers, an in-memory zarr array
+        (or HDF5 file) while a dask.distributed client is active, a zarr array
+        opened by a relative path, directly or under a dask array, a zarr array
+        with a chunk that has no stored data (a StoreError), or an HDF5 file
+        replaced since its handle was opened (a StoreError).
     """
     if isinstance(X, FeatureStore):
         return X.X
     if isinstance(X, da.Array):
-        check_dask_zarr_chunks(X)
+        check_matrix_meta(X.shape, X.dtype)
+        for array in zarr_arrays_in_graph(X):  # one walk of the graph, nothing computed
+            error = relative_zarr_error(array)
+            if error is not None:
+                raise error
+            check_zarr_chunks(array)
         z = only_zarr_read(X) if feature_chunk is None else None
         if z is not None:
             widths = X.chunks[1]
             regular = all(w == widths[0] for w in widths[:-1]) and widths[-1] <= widths[0]
-            # only an array opened by absolute path: a relative one stays the user's graph (refused on a cluster)
-            view = raw_view(z, int(widths[0])) if regular and opened_absolute(z) else None
+            view = raw_view(z, int(widths[0])) if regular else None
             if view is not None:
                 return view
         return X
@@ -55,11 +62,8 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
     if shape is None or not hasattr(X, "dtype"):
         X = np.asarray(X)
         shape = X.shape
-    if len(shape) != 2:
-        raise WidemlError(f"X must be 2-D (n_samples, n_features), got {len(shape)}-D shape {tuple(shape)}; reshape it.")
     dtype = np.dtype(X.dtype) if not hasattr(X.dtype, "to_native_dtype") else X.dtype.to_native_dtype()
-    if not (np.issubdtype(dtype, np.number) or dtype == bool):
-        raise WidemlError(f"X has dtype {dtype}, which is not numeric; give floats or integers.")
+    check_matrix_meta(shape, dtype)
     stored = getattr(X, "chunks", None)
     if feature_chunk is None:
         if isinstance(stored, tuple) and len(stored) == 2 and all(isinstance(c, int) for c in stored):

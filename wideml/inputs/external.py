@@ -2,15 +2,20 @@
 
 A zarr array opened with a relative path (``zarr.open_array("x.zarr")``) keeps
 that relative path: read after a change of directory, or by a dask worker
-started elsewhere, its chunks are "missing" and read as the fill value. An
-h5py dataset cannot travel to another process at all. So before a graph is
-built on one:
+started elsewhere, it reads whatever that path leads to there (missing chunks
+read as the fill value, or another array with the same metadata). An h5py
+dataset cannot travel to another process at all. So before a graph is built
+on one:
 
-* a zarr array on a local directory store is re-opened through the absolute
-  path of its root (checked to be the same array: same shape, dtype, chunks);
+* a zarr array on a local directory store opened by a relative path is
+  refused, whether handed in or read by a dask array handed in (which folder
+  the path led to when it was opened cannot be proved later); by absolute
+  path it is read as it is;
 * an h5py dataset is read, off the threaded scheduler, by a picklable reader
   opened on the absolute path of its file (found from the open file itself,
-  so it is right even after a change of directory);
+  so it is right even after a change of directory), and only if the file at
+  that path is the very file the handle has open (same device and inode):
+  a file replaced on disk is refused, never read in place of the handle's;
 * on a dask.distributed scheduler, a zarr array in this process's memory
   (``MemoryStore``, ``memory://``) or an in-memory HDF5 file is refused: the
   workers cannot read it;
@@ -26,16 +31,14 @@ from typing import Any
 import dask
 import dask.array as da
 import numpy as np
-import zarr
 from dask.base import tokenize
-from zarr.storage import LocalStore
 
-from wideml.exceptions import WidemlError
-from wideml.inputs.h5py_raw import raw_reader
+from wideml.exceptions import StoreError, WidemlError
+from wideml.inputs.h5py_raw import SameFileHDF5Reader, handle_identity, raw_reader, replaced_error, same_file
 from wideml.inputs.zarr_chunks import check_zarr_chunks
 from wideml.runtime.cluster_check import IN_MEMORY_MESSAGE, is_in_memory_zarr, zarr_location
 from wideml.runtime.scheduler import active_client
-from wideml.storage.reader import DIRECT_READERS, HDF5Reader
+from wideml.storage.reader import DIRECT_READERS
 
 
 def _local_scheduler() -> bool:
@@ -45,8 +48,29 @@ def _local_scheduler() -> bool:
     return dask.config.get("scheduler", "threads") in ("threads", "threading", "sync", "synchronous", "single-threaded", None)
 
 
+def relative_zarr_error(X: Any) -> WidemlError | None:
+    """The refusal of a zarr array whose local store root is a relative path, or None for any other array.
+
+    zarr keeps the relative root and resolves it against the working directory
+    at every read, so the array such a handle reads is whatever that relative
+    path leads to now; nothing in the array records which folder it led to
+    when it was opened (a copy elsewhere may hold identical metadata). That
+    cannot be proved after the fact, so every such array (zarr v2 or v3) is
+    refused with the fix: open it by absolute path. ``da.from_zarr("x.zarr")``
+    is not affected: dask makes the path absolute when it is called.
+    """
+    location = zarr_location(X)
+    if location is None or os.path.isabs(location[0]):
+        return None
+    root, member = location
+    given = os.path.join(root, member) if member else root
+    return WidemlError(f"the zarr array was opened by the relative path {given!r}, which leads elsewhere whenever the working "
+                       "directory changes, so wideml cannot be sure it still reads that array; open it with an absolute path "
+                       f"(zarr.open_array(os.path.abspath({given!r}), mode='r')).")
+
+
 def absolute_zarr(X: Any) -> Any:
-    """``X`` (a zarr array), re-opened through the absolute path of its directory store when that path is relative.
+    """``X`` (a zarr array) checked to be readable by path from any directory and any process.
 
     Parameters
     ----------
@@ -55,14 +79,14 @@ def absolute_zarr(X: Any) -> Any:
     Returns
     -------
     zarr.Array
-        ``X`` itself when its store is already absolute or not a directory store.
+        ``X`` itself.
 
     Raises
     ------
     WidemlError
-        For an in-memory array while a dask.distributed client is active, or
-        a relative store path that no longer leads to this array (the working
-        directory changed since it was opened).
+        For an in-memory array (or one on a store workers cannot reach) while a
+        dask.distributed client is active, or an array on a local store opened
+        by a relative path (:func:`relative_zarr_error`).
     """
     if is_in_memory_zarr(X):
         if active_client() is not None:
@@ -75,26 +99,10 @@ def absolute_zarr(X: Any) -> Any:
             raise WidemlError(f"a zarr array on a {kind} cannot be read safely by cluster workers; write it to a directory "
                               "store on a shared filesystem or pass a numpy array.")
         return X
-    root, member = location
-    if os.path.isabs(root):
-        return X
-    absolute = os.path.abspath(root)
-    where = os.path.join(absolute, member) if member else absolute
-    fix = (f"the zarr array opened at the relative path {os.path.join(root, member or '')!r} is not at {where} "
-           "(the working directory changed since it was opened); open it with an absolute path.")
-    if not os.path.isfile(os.path.join(where, "zarr.json")):
-        raise WidemlError(fix)
-    try:
-        again = zarr.open_array(store=LocalStore(absolute, read_only=True), path=member or "", mode="r")
-    except Exception:  # noqa: BLE001 - whatever zarr raises, it is not the array we had
-        raise WidemlError(fix) from None
-    if (again.shape, again.chunks, np.dtype(_native(again.dtype))) != (X.shape, X.chunks, np.dtype(_native(X.dtype))):
-        raise WidemlError(fix)
-    return again
-
-
-def _native(dtype: Any) -> Any:
-    return dtype.to_native_dtype() if hasattr(dtype, "to_native_dtype") else dtype
+    error = relative_zarr_error(X)
+    if error is not None:
+        raise error
+    return X
 
 
 def h5py_file_path(X: Any) -> str | None:
@@ -132,27 +140,48 @@ def h5py_as_dask(X: Any, feature_chunk: int) -> da.Array:
     byte offset (:mod:`wideml.inputs.h5py_raw`), as a store's X is. Otherwise, on the threaded and synchronous schedulers the open dataset is read under
     a lock, as before; elsewhere a picklable reader reopens the file by its
     absolute path in the task's process.
+
+    Every reader that re-opens the file by path reads only the file the
+    handle has open (:func:`~wideml.inputs.h5py_raw.same_file`): when another
+    file now sits at that path, the threaded and synchronous schedulers read
+    through the handle itself (exactly what ``X[...]`` reads), other
+    schedulers refuse.
+
+    Raises
+    ------
+    StoreError
+        Off the threaded scheduler, when the file at the path is not the one
+        the handle has open, or when the handle's driver hides which file it is.
     """
     chunks = (X.shape[0], int(feature_chunk))
-    raw = raw_reader(X, h5py_file_path(X))
+    path = h5py_file_path(X)
+    same = same_file(X, path)
+    raw = raw_reader(X, path) if same else None
     if raw is not None:
-        name = "wideml-h5raw-" + tokenize(raw.path, raw.name, raw.shape, str(raw.stored), raw.chunks, raw._stamp, chunks)
+        name = "wideml-h5raw-" + tokenize(raw.path, raw.name, raw.shape, str(raw.stored), raw.chunks, raw._stamp, raw.identity,
+                                          chunks)
         Xd = da.from_array(raw, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=raw.dtype), name=name)
         DIRECT_READERS[Xd.name] = raw
         return Xd
     if _local_scheduler():
         return da.from_array(X, chunks=chunks, lock=True, asarray=True)
-    path = h5py_file_path(X)
     if path is None:
         raise WidemlError(f"the HDF5 dataset {X.name} is in an in-memory file, which other processes and cluster workers "
                           "cannot read; write it to a file on a shared filesystem or pass a numpy array.")
+    if same is False:
+        raise replaced_error(path)
+    if same is None:
+        raise StoreError(f"the HDF5 file {path} was opened with h5py's {X.file.driver!r} driver, which does not show which file "
+                         "it holds, so other processes cannot be sure to read the same file; open it with h5py's default "
+                         "driver (h5py.File(path, 'r')) or use the threaded scheduler.")
     if X.file.mode != "r":
         X.file.flush()
     dtype = np.dtype(X.dtype)
-    reader = HDF5Reader(path, X.name, X.shape, dtype, X.chunks or X.shape)
+    identity = handle_identity(X)
+    reader = SameFileHDF5Reader(path, X.name, X.shape, dtype, X.chunks or X.shape, identity)
     st = os.stat(path)
-    name = f"wideml-h5-{path}-{X.name}-{st.st_size}-{st.st_mtime_ns}"
+    name = f"wideml-h5-{path}-{X.name}-{st.st_size}-{st.st_mtime_ns}-{identity[0]}-{identity[1]}"
     return da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=dtype), name=name)
 
 
-__all__ = ["absolute_zarr", "check_zarr_chunks", "h5py_as_dask", "h5py_file_path"]
+__all__ = ["absolute_zarr", "check_zarr_chunks", "h5py_as_dask", "h5py_file_path", "relative_zarr_error"]

@@ -16,6 +16,14 @@ own read (:func:`wideml.inputs.external.h5py_as_dask`). A chunk that was never
 written reads as the dataset's fill value, as h5py reads it. The file's size
 and modification time are kept with the offsets; a reader that finds the file
 changed refuses to read (the offsets may no longer hold).
+
+Same file: a reader re-opens the file by its path, and another file may sit
+there now (``os.replace`` of a new version while the user's handle still has
+the old one open). So the identity of the file the handle has open (device and
+inode, from ``os.fstat`` of its descriptor) is compared with the path's when a
+reader is built (:func:`same_file`), and every reader checks the file it opens
+against that identity before reading a byte (:class:`HDF5RawReader`,
+:class:`SameFileHDF5Reader`): another file is refused in one sentence, never read.
 """
 
 from __future__ import annotations
@@ -28,7 +36,86 @@ import h5py
 import numpy as np
 
 from wideml.exceptions import StoreError
-from wideml.storage.reader import count_read
+from wideml.storage.reader import HDF5Reader, count_read
+
+
+def replaced_error(path: str) -> StoreError:
+    """The one sentence for a file at ``path`` that is not the file the user's h5py handle has open."""
+    return StoreError(f"the HDF5 file at {path} was replaced since it was opened (another file is at that path now); "
+                      f"open it again (h5py.File({path!r}, 'r')) and pass the new dataset.")
+
+
+def handle_identity(X: Any) -> tuple[int, int] | None:
+    """(device, inode) of the file an h5py dataset's handle has open, or None when its driver shows no descriptor.
+
+    Only the default ``sec2`` driver gives an operating-system file descriptor
+    (``dataset.file.id.get_vfd_handle()``); ``core``, ``stdio`` and Python
+    file objects do not.
+    """
+    f = X.file
+    if f.driver != "sec2":
+        return None
+    try:
+        st = os.fstat(int(f.id.get_vfd_handle()))
+    except (OSError, ValueError, TypeError, AttributeError, RuntimeError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def path_identity(path: str | None) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path`` now, or None when there is none."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def same_file(X: Any, path: str | None) -> bool | None:
+    """Whether ``path`` leads to the very file X's handle has open: True, False (another file), None (cannot tell)."""
+    handle = handle_identity(X)
+    if handle is None or path is None:
+        return None
+    return path_identity(path) == handle
+
+
+def _check_identity(fd: int, path: str, identity: tuple[int, int] | None) -> None:
+    """Refuse the file open on ``fd`` when it is not the file with ``identity`` (the one the user's handle had open)."""
+    if identity is None:
+        return
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != tuple(identity):
+        raise replaced_error(path)
+
+
+class SameFileHDF5Reader(HDF5Reader):
+    """h5py's own read of a dataset re-opened by path (compressed layouts, other processes), only from the handle's file.
+
+    Parameters
+    ----------
+    path, name, shape, dtype, chunks
+        As :class:`~wideml.storage.reader.HDF5Reader`.
+    identity : tuple of int or None
+        (device, inode) of the file the user's handle had open; the file
+        re-opened at ``path`` must be it (:func:`replaced_error` otherwise).
+    """
+
+    def __init__(self, path: str, name: str, shape, dtype, chunks, identity: tuple[int, int] | None):
+        super().__init__(path, name, shape, dtype, chunks)
+        self.identity = None if identity is None else tuple(identity)
+
+    def __getitem__(self, key):
+        if self._file is None:
+            f = h5py.File(self.path, "r")
+            try:
+                _check_identity(int(f.id.get_vfd_handle()), self.path, self.identity)
+            except BaseException:
+                f.close()
+                raise
+            self._file = f
+        return super().__getitem__(key)
 
 
 def raw_layout(X: Any, path: str | None) -> tuple[tuple[int, int] | None, dict | int] | None:
@@ -80,17 +167,22 @@ class HDF5RawReader:
         The dataset's fill value.
     stamp : tuple of int
         The file's (size, modification time in ns) when the offsets were listed.
+    identity : tuple of int, optional
+        (device, inode) of the file the offsets were listed from; the file
+        opened at ``path`` must be it (:func:`replaced_error` otherwise).
     """
 
     of_store = False
 
-    def __init__(self, path: str, name: str, shape, dtype, chunks, where, fill, stamp: tuple[int, int]):
+    def __init__(self, path: str, name: str, shape, dtype, chunks, where, fill, stamp: tuple[int, int],
+                 identity: tuple[int, int] | None = None):
         self.path, self.name = str(path), str(name)
         self.shape, self.chunks = tuple(int(s) for s in shape), None if chunks is None else tuple(int(c) for c in chunks)
         self.stored = np.dtype(dtype)
         self.dtype = self.stored.newbyteorder("=")
         self.ndim = 2
         self._where, self._fill, self._stamp = where, fill, tuple(stamp)
+        self.identity = None if identity is None else tuple(identity)
         self._fd: int | None = None
         self._lock = threading.Lock()
 
@@ -116,6 +208,11 @@ class HDF5RawReader:
             with self._lock:
                 if self._fd is None:
                     fd = os.open(self.path, os.O_RDONLY)
+                    try:
+                        _check_identity(fd, self.path, self.identity)
+                    except BaseException:
+                        os.close(fd)
+                        raise
                     st = os.fstat(fd)
                     if (st.st_size, st.st_mtime_ns) != self._stamp:
                         os.close(fd)
@@ -133,6 +230,7 @@ class HDF5RawReader:
             return self.read_into(rows, cols, None)
         count_read(self.path)
         with h5py.File(self.path, "r") as f:  # a fancy selection (dask fused an index into the read): h5py's own
+            _check_identity(int(f.id.get_vfd_handle()), self.path, self.identity)
             return np.asarray(f[self.name][key])
 
     def read_into(self, rows: slice, cols: slice, alloc=None) -> np.ndarray:
@@ -210,7 +308,13 @@ class HDF5RawReader:
 
 
 def raw_reader(X: Any, path: str | None) -> HDF5RawReader | None:
-    """An :class:`HDF5RawReader` of the h5py dataset ``X`` in the file at ``path``, or None when h5py must read it."""
+    """An :class:`HDF5RawReader` of the h5py dataset ``X`` in the file at ``path``, or None when h5py must read it.
+
+    None too when ``path`` does not lead to the file X's handle has open
+    (:func:`same_file`): the offsets are the handle's file's.
+    """
+    if not same_file(X, path):
+        return None
     try:
         found = raw_layout(X, path)
     except Exception:  # noqa: BLE001 - any surprise in h5py's low-level API: keep h5py's read
@@ -220,7 +324,9 @@ def raw_reader(X: Any, path: str | None) -> HDF5RawReader | None:
     chunks, where = found
     st = os.stat(path)
     fill = X.fillvalue if X.fillvalue is not None else 0
-    return HDF5RawReader(path, X.name, X.shape, X.dtype, chunks, where, fill, (st.st_size, st.st_mtime_ns))
+    return HDF5RawReader(path, X.name, X.shape, X.dtype, chunks, where, fill, (st.st_size, st.st_mtime_ns),
+                         (st.st_dev, st.st_ino))
 
 
-__all__ = ["HDF5RawReader", "raw_layout", "raw_reader"]
+__all__ = ["HDF5RawReader", "SameFileHDF5Reader", "handle_identity", "path_identity", "raw_layout", "raw_reader",
+           "replaced_error", "same_file"]

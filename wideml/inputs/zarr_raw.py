@@ -8,8 +8,8 @@ hold the chunk's bytes raw or compressed once by zstd, gzip or blosc
 into the task's reused buffer, instead of through zarr's own read. Its chunks
 need not be full-height: a full-height block is put together from them.
 Anything else (sharding, transposes, filters, zarr v2, other stores) keeps
-zarr's read. The array's safety checks run first, as before (absolute path,
-every chunk stored or the array declares "fill", no in-memory array on a
+zarr's read. The array's safety checks run first, as before (opened by an
+absolute path, every chunk stored or the array declares "fill", no in-memory array on a
 cluster: :mod:`wideml.inputs.external`).
 """
 
@@ -81,12 +81,6 @@ def raw_view(X: Any, feature_chunk: int) -> da.Array | None:
     return Xd
 
 
-def opened_absolute(X: Any) -> bool:
-    """Whether the zarr array ``X`` is on a local folder it was opened at by absolute path."""
-    location = zarr_location(X)
-    return location is not None and os.path.isabs(location[0])
-
-
 _GETTERS = (getter, getter_nofancy, getter_inline)
 
 
@@ -116,4 +110,4 @@ def only_zarr_read(X: da.Array) -> Any:
     return z
 
 
-__all__ = ["PlainZarrReader", "only_zarr_read", "opened_absolute", "plain_reader", "raw_view"]
+__all__ = ["PlainZarrReader", "only_zarr_read", "plain_reader", "raw_view"]
