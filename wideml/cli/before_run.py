@@ -34,6 +34,9 @@ OUTPUT_ARGS = ("output", "out", "plot")
 #: Commands that make work folders (``wideml-fit-*``) and so take ``--workdir``.
 WORKDIR_COMMANDS = ("fit", "cv")
 
+#: How the CLI's refusals name the work folder setting.
+CLI_OPTION = "--workdir"
+
 
 #: argparse destinations naming a command's inputs (``source`` may be ``file.h5:/dataset``).
 INPUT_ARGS = ("store", "model", "input", "source", "labels", "mask", "config")
@@ -101,6 +104,7 @@ def refuse_outputs_on_inputs(args: argparse.Namespace) -> None:
     inside a model. Paths are compared after resolving symlinks.
     """
     from wideml.exceptions import ConfigError
+    from wideml.runner.workdir import refuse_workdir_inside
 
     inputs = []
     for dest in INPUT_ARGS:
@@ -124,10 +128,7 @@ def refuse_outputs_on_inputs(args: argparse.Namespace) -> None:
             if _inside(real, target):
                 raise ConfigError(f"the work folder {workdir} is or lies inside the output {out}; work folders are "
                                   "removed after the run: choose a --workdir outside the output.")
-        for dest, value, path in inputs:
-            if _inside(real, path):
-                raise ConfigError(f"the work folder {workdir} is or lies inside the input {value} (the {dest}); writing "
-                                  "there would change that input: choose a --workdir outside it.")
+        refuse_workdir_inside(workdir, [(f"{value} (the {dest})", path) for dest, value, path in inputs], CLI_OPTION)
     for out in outputs:
         target = os.path.realpath(out)
         for dest, value, path in inputs:
@@ -144,23 +145,10 @@ def refuse_outputs_on_inputs(args: argparse.Namespace) -> None:
 
 
 def _workdir_folder() -> str:
-    """The work folder's parent, created if missing, checked writable."""
-    from wideml.runner.workdir import resolve_workdir
-    from wideml.exceptions import ConfigError
-    from wideml.runtime.preflight import require_writable
+    """The work folder's parent, created if missing (its own parent must exist), checked writable (:func:`wideml.runner.workdir.prepare_workdir`)."""
+    from wideml.runner.workdir import prepare_workdir
 
-    folder = resolve_workdir(None)
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise ConfigError(f"the work folder {folder} is a file, not a folder; pass a folder to --workdir (or config workdir).")
-    if not os.path.isdir(folder) and not os.path.isdir(os.path.dirname(folder)):
-        raise ConfigError(f"the work folder {folder} does not exist, nor does its parent {os.path.dirname(folder)}; "
-                          "create it first or pass an existing --workdir (a mistyped path is not created).")
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the work folder {folder} ({exc.strerror or exc}); pass a writable --workdir.") from None
-    require_writable(folder, "the work folder (--workdir)")
-    return folder
+    return prepare_workdir(None, option=CLI_OPTION)
 
 
 def _fit_needs(args: argparse.Namespace, workdir: str) -> list[tuple[str, int, str]]:

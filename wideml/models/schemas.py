@@ -73,7 +73,8 @@ ENCODER = ModelSchema(
 
 _KERNEL_STATE = {
     "basis": {"kernel": "dict", "grand_mean": "float", "n_nonzero": "int", "clipped": "float"},
-    "training": {"path": "str|null", "shape": "list[int]"},
+    # identity: the training store's (its id, a digest of its X files), absent from models saved before it was recorded
+    "training": {"path": "str|null", "shape": "list[int]", "identity?": {"store_id": "str|null", "x_files": "str"}},
     "n_features_in": "int",
     "n_fit_passes?": "int",  # absent from models saved before it was recorded (their fits made 1 pass)
 }

@@ -24,7 +24,7 @@ import zarr
 
 from wideml._version import __version__
 from wideml.passes.spec import Pass
-from wideml.runner.workdir import create_arrays, make_work_folder, own_folder, resolve_workdir
+from wideml.runner.workdir import check_fit_workdir, create_arrays, make_work_folder, own_folder, resolve_workdir
 from wideml import runtime  # runtime.compute, looked up when a pass runs (tests record the labels through it)
 from wideml.runtime.checkpoint import PassCheckpoint, Session, active, digest, resumable
 from wideml.runtime.config import config_bool
@@ -230,9 +230,11 @@ def auto_resumable(fit: Callable) -> Callable:
     Inside ``with dask.config.set({"wideml.resume": True})`` a fit on a FeatureStore
     checkpoints its passes into :func:`auto_folder` (removed when the fit succeeds), and
     the same fit run again after a crash resumes from it and says so on stderr.
+    Every fit first has its work folder checked (:func:`~wideml.runner.workdir.check_fit_workdir`).
     """
     @functools.wraps(fit)
     def wrapper(self, X, *args, **kwargs):
+        check_fit_workdir(self, X)  # a work folder inside X's store, or a mistyped one, is refused before anything is made
         folder = auto_folder(self, X)
         if folder is None:
             return fit(self, X, *args, **kwargs)

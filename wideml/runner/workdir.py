@@ -12,12 +12,13 @@ import zarr
 from dask.highlevelgraph import HighLevelGraph
 
 from wideml.exceptions import ConfigError
+from wideml.inputs.door import store_path
 from wideml.runner.work_reads import WORK_LAYER_PREFIX, checked_reads, member_name
 from wideml.runtime.cluster_check import require_directory
 from wideml.runtime.config import config_value
 from wideml.runtime.owned_names import WORK_FOLDER_PREFIX, is_work_folder_name, work_folder_name  # noqa: F401
 from wideml.runtime.ownership import create_claimed, sweep
-from wideml.runtime.preflight import require_free_space
+from wideml.runtime.preflight import require_free_space, require_writable
 from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
 
 
@@ -125,7 +126,12 @@ def sweep_work_folders(workdir: str | os.PathLike | None) -> list:
 
 
 def make_work_folder(parent: str) -> str:
-    """Create a fresh ``wideml-fit-TOKEN`` folder in ``parent`` (never an existing one), with this process's owner record."""
+    """Create a fresh ``wideml-fit-TOKEN`` folder in ``parent`` (never an existing one), with this process's owner record.
+
+    ``parent`` itself is made if missing, but only when its own parent exists
+    (:func:`check_workdir`): a mistyped path is refused, not created.
+    """
+    check_workdir(parent)
     os.makedirs(parent, exist_ok=True)
     for _ in range(10):
         folder = os.path.join(parent, work_folder_name())
@@ -169,6 +175,85 @@ def resolve_workdir(workdir: str | os.PathLike | None) -> str:
     if not text.strip():
         raise ConfigError("workdir is an empty string; pass a folder path or None for the system temporary directory.")
     return os.path.realpath(os.path.expanduser(text))
+
+
+#: How the API's refusals name the work folder setting (the CLI passes its own, ``--workdir``).
+API_OPTION = "workdir= or config workdir"
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def refuse_workdir_inside(workdir: str, inputs, option: str = API_OPTION) -> None:
+    """Refuse a work folder that is or lies inside one of ``inputs`` (``(name, path)`` pairs), in one sentence.
+
+    Paths are compared after resolving symlinks; nothing is created. A work
+    folder that holds an input (its parent folder, say) is accepted.
+    """
+    real = os.path.realpath(workdir)
+    for name, path in inputs:
+        if _inside(real, os.path.realpath(path)):
+            raise ConfigError(f"the work folder {workdir} is or lies inside the input {name}; writing there would change "
+                              f"that input: choose a {option} outside it.")
+
+
+def check_workdir(workdir: str | os.PathLike | None = None, inputs=(), option: str = API_OPTION) -> str:
+    """The resolved work folder (:func:`resolve_workdir`), refused in one sentence if wideml must not use it; creates nothing.
+
+    Refused: a file; a folder that does not exist and whose parent does not
+    either (a mistyped path is not created); a folder that is or lies inside
+    an input (``inputs``: ``(name, path)`` pairs, :func:`refuse_workdir_inside`).
+    ``option`` names the setting in the sentences (the CLI's ``--workdir``).
+
+    Returns
+    -------
+    str
+    """
+    folder = resolve_workdir(workdir)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ConfigError(f"the work folder {folder} is a file, not a folder; pass a folder to {option}.")
+    if not os.path.isdir(folder) and not os.path.isdir(os.path.dirname(folder)):
+        raise ConfigError(f"the work folder {folder} does not exist, nor does its parent {os.path.dirname(folder)}; "
+                          f"create it first or pass an existing folder to {option}; a mistyped path is not created.")
+    refuse_workdir_inside(folder, inputs, option)
+    return folder
+
+
+def prepare_workdir(workdir: str | os.PathLike | None = None, inputs=(), option: str = API_OPTION) -> str:
+    """:func:`check_workdir`, then the folder made if missing (its parent exists) and checked writable; returns it."""
+    folder = check_workdir(workdir, inputs, option)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the work folder {folder} ({exc.strerror or exc}); pass a writable {option}.") from None
+    require_writable(folder, f"the work folder ({option})")
+    return folder
+
+
+def input_folders(X) -> list[tuple[str, str]]:
+    """``(name, path)`` of the folder a fit's input lives in, if wideml can tell: a feature store (or its X), a zarr array's store.
+
+    Only local folders count (an HDF5 file cannot hold a folder).
+    """
+    path = store_path(X)
+    if path is not None:
+        return [(f"store {path}", path)]
+    root = getattr(getattr(X, "store", None), "root", None)  # a zarr array on a local store
+    if isinstance(root, (str, os.PathLike)) and os.path.isdir(root):
+        folder = os.path.join(os.fspath(root), str(getattr(X, "path", "") or ""))
+        return [(f"zarr array {os.path.realpath(folder)}", folder)]
+    return []
+
+
+def check_fit_workdir(estimator, X) -> str:
+    """Before a fit makes anything: its work folder (``estimator.workdir``, else config ``workdir``) checked against X.
+
+    The checks of :func:`check_workdir`, with X's folder as the input
+    (:func:`input_folders`), so a work folder inside the training store is
+    refused before any ``wideml-fit-*`` folder is written into it.
+    """
+    return check_workdir(getattr(estimator, "workdir", None), input_folders(X))
 
 
 def new_model_group(owner, workdir: str | os.PathLike | None, arrays: dict) -> str:

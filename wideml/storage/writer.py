@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +237,7 @@ def create_store(
         "version": schema.FEATURE_STORE_VERSION,
         "feature_shape": list(feature_shape) if feature_shape else None,
         "created_by": f"wideml {__version__}",
+        "store_id": uuid.uuid4().hex,  # this store's own: a model that keeps the store's path tells it from another one there
         "source": source,
         "complete": False,  # set to true by StoreWriter.close, after every chunk is written
     }
