@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse.linalg as sla
 
 from wideml.exceptions import WidemlError
 
@@ -130,7 +131,6 @@ def _smallest_eigenvalue(S: np.ndarray) -> float:
     is well separated and converges fast; when Lanczos stalls near the cluster
     at zero, its best Ritz value is an upper bound that is close enough.
     """
-    import scipy.sparse.linalg as sla
 
     v0 = np.ones(S.shape[0]) + np.linspace(0.0, 1.0, S.shape[0])  # deterministic start
     try:

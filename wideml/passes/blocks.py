@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import uuid
 from typing import Any
 
 import dask
@@ -96,7 +98,6 @@ def _after_read() -> None:
     if _KILL_AFTER[0]:
         _KILL_AFTER[1] += 1
         if _KILL_AFTER[1] >= _KILL_AFTER[0]:
-            import signal
 
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -203,7 +204,6 @@ def shared(value: Any) -> Any:
 
 def graph_constant(value: Any, what: str = "constant") -> Any:
     """``value`` as one graph node named by a random token: :func:`shared` for values slow to hash (thousands of rank tables)."""
-    import uuid
 
     return dask.delayed(value, name=f"wideml-{what}-{uuid.uuid4().hex}", traverse=False)
 

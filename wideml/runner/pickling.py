@@ -22,8 +22,11 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+from sklearn.base import BaseEstimator
 
-from wideml import runtime  # runtime.compute, looked up when it runs (tests record the labels through it)
+from wideml import (
+    runtime,  # runtime.compute, looked up when it runs (tests record the labels through it)
+)
 from wideml.exceptions import WidemlError
 from wideml.runner.work_reads import SAVE_FIX, WORK_LAYER_PREFIX
 
@@ -62,7 +65,6 @@ def _walk(value: Any, found: list, seen: set) -> None:
 
 def _is_helper(value: Any) -> bool:
     """A wideml object (not an estimator, which pickles through its own ``__getstate__``) whose attributes are walked."""
-    from sklearn.base import BaseEstimator
 
     return (type(value).__module__.startswith("wideml.") and hasattr(value, "__dict__") and not isinstance(value, (BaseEstimator, type)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.special
 
 #: scikit-learn's default ``tol`` (an absolute singular-value threshold); the encoder does not use it.
 #: On the encoder paper's transformed settings the K embedding columns are correlated to 1 - 1e-11, so
@@ -165,7 +166,6 @@ def lda_svd(Z: np.ndarray, codes: np.ndarray, n_classes: int, tol: float | None 
 
 def lda_proba(coef: np.ndarray, intercept: np.ndarray, Z: np.ndarray) -> np.ndarray:
     """Posterior probabilities of a fitted LDA (softmax of the decision values; logistic for two classes)."""
-    import scipy.special
 
     scores = Z @ coef.T + intercept
     if coef.shape[0] == 1:

@@ -124,11 +124,14 @@ its passes run by the same runner). Those modules name the estimator through
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from wideml.runner import resume as _resume
+from wideml.estimators.class_sizes import require_class_spread
 from wideml.estimators.encoder.data import _feature_chunk
 from wideml.estimators.encoder.fast import fit_fast, transform_fast
 from wideml.estimators.encoder.fit import (
@@ -142,13 +145,18 @@ from wideml.estimators.encoder.fit import (
     _validate_params,
 )
 from wideml.estimators.encoder.full import fit_full, transform_full
-from wideml.estimators.encoder.model_state import load_extra, save_extra, scores_from_json, scores_to_json
+from wideml.estimators.encoder.model_state import (
+    load_extra,
+    save_extra,
+    scores_from_json,
+    scores_to_json,
+)
 from wideml.estimators.fitted import FittedState, array, p_array, read_small, state
-from wideml.estimators.class_sizes import require_class_spread
-from wideml.inputs.door import fit_input, new_input
 from wideml.estimators.params import CheckedParams
 from wideml.exceptions import WidemlError
+from wideml.inputs.door import fit_input, new_input
 from wideml.passes.chunkmath import PRECISIONS
+from wideml.runner import resume as _resume
 from wideml.storage.labels import classes_from_model
 
 
@@ -275,8 +283,6 @@ class EncoderClassifier(FittedState, CheckedParams, ClassifierMixin, Transformer
 
     def _drop_previous_group(self) -> None:
         """A refit replaces the store-backed arrays of the previous fit: delete their work folder now, not at exit."""
-        import os
-        import shutil
 
         old = getattr(self, "_group", None)
         if old:

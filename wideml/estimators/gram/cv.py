@@ -14,17 +14,25 @@ import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold, check_cv
 
-from wideml.runner import resume as _resume
+from wideml.estimators.classifier import CLASSIFIERS, make_classifier
+from wideml.estimators.gram.projector import GramProjector
+from wideml.estimators.params import (
+    CV_FOLDS,
+    NONE,
+    SEED,
+    Options,
+    Satisfies,
+    check_parameters,
+)
+from wideml.exceptions import WidemlError
 from wideml.inputs.door import fit_input
-from wideml.estimators.params import CV_FOLDS, NONE, SEED, Options, Satisfies, check_parameters
+from wideml.passes.gram import GramPass
+from wideml.runner import resume as _resume
 from wideml.runner.fit_runner import FitPasses, algebra_threads
 from wideml.runner.resume import SavedSteps
-from wideml.estimators.gram.projector import GramProjector
-from wideml.estimators.classifier import CLASSIFIERS, make_classifier
-from wideml.exceptions import WidemlError
-from wideml.passes.gram import GramPass
 
 
 @dataclass
@@ -103,7 +111,6 @@ class CVReport:
         GramProjector
             ``clone(estimator)`` with ``n_components`` = the best dimension and ``solver="gram"``.
         """
-        from sklearn.base import clone
 
         if name not in self.results:
             raise WidemlError(f"method {name!r} is not in this cross-validation report; it has {', '.join(map(repr, self.results))}.")

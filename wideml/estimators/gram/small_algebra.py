@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from wideml.exceptions import WidemlError
 
+
 def inverse_cholesky(AtA: np.ndarray) -> np.ndarray:
     """R^-1 for AtA = R^T R (d x d): orthonormalises directions A as A R^-1."""
-    import scipy.linalg
 
     try:
         R = scipy.linalg.cholesky((AtA + AtA.T) / 2, lower=False)

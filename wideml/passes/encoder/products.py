@@ -9,6 +9,7 @@ row tiles, each tile's products and norms computed while it is in cache.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
 
 
 def row_sq(x: np.ndarray) -> np.ndarray:
@@ -85,7 +86,6 @@ def working_block(block, precision: str) -> np.ndarray:
 def class_mean_operator(W: np.ndarray):
     """W^T as a sparse matrix (S*K x n): each sample sits in one class per set, so U = W^T X is a
     sparse-dense product that adds each row once (3x faster than a dense GEMM with K rows)."""
-    import scipy.sparse
 
     Wt = np.ascontiguousarray(np.asarray(W, dtype=np.float64).T)
     mask = Wt != 0
