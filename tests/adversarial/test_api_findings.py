@@ -22,7 +22,7 @@ import pytest
 import wideml
 from adversarial.harness import assert_api_refused
 from wideml.exceptions import ConfigError, StoreError, WidemlError
-from wideml.runtime.worker_bound import usable_cores  # noqa: E402
+from wideml.runtime.worker_bound import usable_cores
 
 
 def _data(seed: int = 0, n: int = 40, p: int = 60, shift: float = 1.5):

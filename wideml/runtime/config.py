@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import warnings
@@ -286,8 +287,7 @@ _INTERVAL_HELP = "write a number of seconds such as 60, or 0 (or off) to turn ch
 def parse_checkpoint_interval(value: Any) -> float | None:
     """Seconds between two checkpoints (config ``checkpoint-interval``), or None when checkpoints are off.
 
-    Off is ``0``, ``off``, ``false``, ``no``, ``none`` or null; otherwise a
-    finite number of seconds of at least 0.
+    Off is ``0``, ``off``, ``false``, ``no``, ``none`` or null; else a finite number of seconds >= 0.
 
     Raises
     ------
@@ -300,17 +300,13 @@ def parse_checkpoint_interval(value: Any) -> float | None:
         seconds = float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"checkpoint-interval {value!r} is not a number of seconds; {_INTERVAL_HELP}.") from None
-    if seconds != seconds:
+    if math.isnan(seconds):
         raise ConfigError(f"checkpoint-interval {value!r} is not a number (NaN); {_INTERVAL_HELP}.")
     if seconds < 0:
         raise ConfigError(f"checkpoint-interval {value!r} is negative; {_INTERVAL_HELP}.")
     if seconds == float("inf"):
         raise ConfigError(f"checkpoint-interval {value!r} is infinite (no checkpoint would ever be written); {_INTERVAL_HELP}.")
     return seconds or None
-
-
-def _check_checkpoint_interval(value: Any) -> None:
-    parse_checkpoint_interval(value)
 
 
 def _check_workdir(value: Any) -> None:
@@ -330,7 +326,7 @@ _CHECKS = {
     "tree-width": _check_tree_width,
     "threads": _check_threads,
     "check-feature-layout": lambda v: parse_bool(v, "check-feature-layout"),
-    "checkpoint-interval": _check_checkpoint_interval,
+    "checkpoint-interval": parse_checkpoint_interval,
     "resume": lambda v: parse_bool(v, "resume"),
     "workdir": _check_workdir,
 }
