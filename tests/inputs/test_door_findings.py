@@ -264,3 +264,26 @@ def test_malformed_dask_x_is_one_sentence(bad):
     with pytest.raises(WidemlError) as excinfo:
         model.transform(arrays[bad])
     _one_sentence(excinfo)
+
+
+def test_numbers_as_objects_are_read_and_a_non_number_is_one_sentence_and_a_type_error():
+    """Objects that are numbers fit as floats; a dict among them is one sentence, a TypeError as scikit-learn's."""
+    X, y = _data()
+    objects = X.astype(object)
+    np.testing.assert_allclose(wideml.LOL(2).fit(objects, y).transform(objects), wideml.LOL(2).fit(X, y).transform(X))
+    objects[0, 0] = {"foo": "bar"}
+    with pytest.raises(TypeError) as excinfo:
+        wideml.LOL(2).fit(objects, y)
+    _one_sentence(excinfo, "not a 2-D matrix of numbers", "argument must be a string or a real number")
+
+
+def test_h5py_driver_that_hides_its_file_reads_through_the_handle_or_is_refused_off_the_threads(tmp_path):
+    """The stdio driver shows no descriptor: the threads read the handle; other processes cannot be sure, refused."""
+    X, _ = _data()
+    path = tmp_path / "s.h5"
+    _write_h5(path, X, "gzip")
+    with h5py.File(path, "r", driver="stdio") as f:
+        np.testing.assert_array_equal(as_dask_array(f["X"]).compute(), X)
+        with dask.config.set(scheduler="processes"), pytest.raises(StoreError) as excinfo:
+            as_dask_array(f["X"])
+    _one_sentence(excinfo, str(path), "'stdio' driver", "default driver")

@@ -26,6 +26,10 @@ def is_lazy_source(X: Any) -> bool:
     return isinstance(X, (FeatureStore, da.Array)) or hasattr(X, "store_path") or type(X).__module__.startswith(("zarr", "h5py"))
 
 
+class InputTypeError(WidemlError, TypeError):
+    """X holds values of a type that is not a number (e.g. a dict in an object array); a TypeError, as scikit-learn's."""
+
+
 def _shape_text(shape) -> str:
     return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
@@ -66,7 +70,8 @@ def _refusal(X: Any, exc: Exception, min_samples: int) -> WidemlError:
             shape, dtype = as_array.shape, as_array.dtype
     if shape is not None:
         try:
-            check_matrix_meta(shape, dtype if dtype is not None and not hasattr(X, "dtypes") else np.float64)
+            known = dtype is not None and not hasattr(X, "dtypes") and np.dtype(dtype).kind != "O"  # objects may be numbers
+            check_matrix_meta(shape, dtype if known else np.float64)
         except WidemlError as refusal:
             return refusal
         if shape[0] < min_samples:
@@ -78,7 +83,8 @@ def _refusal(X: Any, exc: Exception, min_samples: int) -> WidemlError:
     reason = " ".join(str(exc).split("\n")[0].split())[:160].rstrip(":. ")
     if "complex" in reason.lower():
         return WidemlError("X holds complex values (Complex data not supported); give real values, e.g. X.real or np.abs(X).")
-    return WidemlError(f"X is not a 2-D matrix of numbers ({reason}); give floats or integers of shape (n_samples, n_features).")
+    kind = InputTypeError if isinstance(exc, TypeError) else WidemlError
+    return kind(f"X is not a 2-D matrix of numbers ({reason}); give floats or integers of shape (n_samples, n_features).")
 
 
 def memory_input(X: Any, n_features: int | None = None, name: str = "the model") -> np.ndarray | None:
@@ -125,4 +131,4 @@ def memory_input(X: Any, n_features: int | None = None, name: str = "the model")
     return Xm
 
 
-__all__ = ["check_matrix_meta", "is_lazy_source", "memory_input"]
+__all__ = ["InputTypeError", "check_matrix_meta", "is_lazy_source", "memory_input"]
