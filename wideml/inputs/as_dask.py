@@ -5,10 +5,18 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
-from wideml.inputs.external import absolute_zarr, h5py_as_dask, relative_zarr_error
+from wideml.exceptions import WidemlError
+from wideml.inputs.external import (
+    absolute_zarr,
+    cluster_relative_message,
+    h5py_as_dask,
+    is_relative_zarr,
+    relative_zarr_error,
+)
 from wideml.inputs.numpy_array import check_matrix_meta
 from wideml.inputs.zarr_chunks import check_zarr_chunks, zarr_arrays_in_graph
 from wideml.inputs.zarr_raw import only_zarr_read, raw_view
+from wideml.runtime.scheduler import active_client
 from wideml.storage.featurestore import FeatureStore
 from wideml.storage.writer import default_feature_chunk
 
@@ -30,14 +38,14 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
     (:mod:`wideml.inputs.external`).
     A zarr array must have every chunk stored (:func:`~wideml.inputs.zarr_chunks.check_zarr_chunks`), and so
     must every zarr array a dask array's graph reads from (``da.from_zarr``, ``da.from_array(zarr_array)``);
-    none of them may be opened by a relative path. Any input must be 2-D, real and numeric (metadata only).
+    one opened by a relative path must lead to an array like it from the current directory. Any input must be 2-D, real and numeric (metadata only).
 
     Raises
     ------
     WidemlError
         For input that is not 2-D or not real numbers, an in-memory zarr array
         (or HDF5 file) while a dask.distributed client is active, a zarr array
-        opened by a relative path, directly or under a dask array, a zarr array
+        opened by a relative path that leads to no array like it now, directly or under a dask array, a zarr array
         with a chunk that has no stored data (a StoreError), or an HDF5 file
         replaced since its handle was opened (a StoreError).
     """
@@ -49,9 +57,12 @@ def as_dask_array(X, feature_chunk: int | None = None) -> da.Array:
             error = relative_zarr_error(array)
             if error is not None:
                 raise error
+            if is_relative_zarr(array) and active_client() is not None:
+                raise WidemlError(cluster_relative_message(array))
             check_zarr_chunks(array)
         z = only_zarr_read(X) if feature_chunk is None else None
         if z is not None:
+            z = absolute_zarr(z)  # a relative root pinned to where it leads now, as the user's graph reads it now
             widths = X.chunks[1]
             regular = all(w == widths[0] for w in widths[:-1]) and widths[-1] <= widths[0]
             view = raw_view(z, int(widths[0])) if regular else None

@@ -7,10 +7,11 @@ read as the fill value, or another array with the same metadata). An h5py
 dataset cannot travel to another process at all. So before a graph is built
 on one:
 
-* a zarr array on a local directory store opened by a relative path is
-  refused, whether handed in or read by a dask array handed in (which folder
-  the path led to when it was opened cannot be proved later); by absolute
-  path it is read as it is;
+* a zarr array on a local directory store opened by a relative path (v2 or
+  v3) is re-opened once, through the absolute path that relative path leads
+  to now (what the handle itself reads now), checked to be an array like it
+  (same shape, dtype, chunks), and read by that absolute path from then on;
+  one read by a dask array handed in must lead to such an array too;
 * an h5py dataset is read, off the threaded scheduler, by a picklable reader
   opened on the absolute path of its file (found from the open file itself,
   so it is right even after a change of directory), and only if the file at
@@ -31,12 +32,24 @@ from typing import Any
 import dask
 import dask.array as da
 import numpy as np
+import zarr
 from dask.base import tokenize
+from zarr.storage import LocalStore
 
 from wideml.exceptions import StoreError, WidemlError
-from wideml.inputs.h5py_raw import SameFileHDF5Reader, handle_identity, raw_reader, replaced_error, same_file
+from wideml.inputs.h5py_raw import (
+    SameFileHDF5Reader,
+    handle_identity,
+    raw_reader,
+    replaced_error,
+    same_file,
+)
 from wideml.inputs.zarr_chunks import check_zarr_chunks
-from wideml.runtime.cluster_check import IN_MEMORY_MESSAGE, is_in_memory_zarr, zarr_location
+from wideml.runtime.cluster_check import (
+    IN_MEMORY_MESSAGE,
+    is_in_memory_zarr,
+    zarr_location,
+)
 from wideml.runtime.scheduler import active_client
 from wideml.storage.reader import DIRECT_READERS
 
@@ -48,29 +61,72 @@ def _local_scheduler() -> bool:
     return dask.config.get("scheduler", "threads") in ("threads", "threading", "sync", "synchronous", "single-threaded", None)
 
 
-def relative_zarr_error(X: Any) -> WidemlError | None:
-    """The refusal of a zarr array whose local store root is a relative path, or None for any other array.
+def _native(dtype: Any) -> Any:
+    return dtype.to_native_dtype() if hasattr(dtype, "to_native_dtype") else dtype
 
-    zarr keeps the relative root and resolves it against the working directory
-    at every read, so the array such a handle reads is whatever that relative
-    path leads to now; nothing in the array records which folder it led to
-    when it was opened (a copy elsewhere may hold identical metadata). That
-    cannot be proved after the fact, so every such array (zarr v2 or v3) is
-    refused with the fix: open it by absolute path. ``da.from_zarr("x.zarr")``
-    is not affected: dask makes the path absolute when it is called.
+
+def _pinned(X: Any, root: str, member: str | None) -> Any:
+    """The array at ``abspath(root)/member`` now, opened read-only by absolute path, or None when there is none like ``X``."""
+    absolute = os.path.abspath(root)
+    where = os.path.join(absolute, member) if member else absolute
+    metadata = "zarr.json" if getattr(X.metadata, "zarr_format", 3) == 3 else ".zarray"
+    if not os.path.isfile(os.path.join(where, metadata)):
+        return None
+    try:
+        again = zarr.open_array(store=LocalStore(absolute, read_only=True), path=member or "", mode="r",
+                                zarr_format=getattr(X.metadata, "zarr_format", None))
+    except Exception:  # noqa: BLE001 - whatever zarr raises, it is not an array like the one handed in
+        return None
+    if (again.shape, again.chunks, np.dtype(_native(again.dtype))) != (X.shape, X.chunks, np.dtype(_native(X.dtype))):
+        return None
+    return again
+
+
+def is_relative_zarr(X: Any) -> bool:
+    """Whether ``X`` is a zarr array on local files whose root was given as a relative path."""
+    location = zarr_location(X)
+    return location is not None and not os.path.isabs(location[0])
+
+
+def cluster_relative_message(X: Any) -> str:
+    """The refusal of a user's dask array over a relatively opened zarr array while a cluster is active."""
+    root, member = zarr_location(X)
+    given = os.path.join(root, member) if member else root
+    return (f"a dask array handed in reads the zarr array opened by the relative path {given!r}, which cluster workers "
+            "resolve against their own directories; open it with an absolute path "
+            f"(zarr.open_array(os.path.abspath({given!r}), mode='r')) or use da.from_zarr.")
+
+
+def relative_zarr_error(X: Any) -> WidemlError | None:
+    """The refusal of a zarr array opened by a relative path that leads to no array like it now, else None.
+
+    zarr keeps a relative root and resolves it against the working directory at
+    every read, so such a handle reads whatever that path leads to *now*:
+    wideml reads the same (see :func:`absolute_zarr`). When the path now leads
+    to no array of the handle's shape, chunks and dtype (the working directory
+    changed, or the array moved), the handle itself would read fill values or
+    fail, and the array is refused with the fix.
     """
     location = zarr_location(X)
     if location is None or os.path.isabs(location[0]):
         return None
     root, member = location
+    if _pinned(X, root, member) is not None:
+        return None
     given = os.path.join(root, member) if member else root
-    return WidemlError(f"the zarr array was opened by the relative path {given!r}, which leads elsewhere whenever the working "
-                       "directory changes, so wideml cannot be sure it still reads that array; open it with an absolute path "
-                       f"(zarr.open_array(os.path.abspath({given!r}), mode='r')).")
+    return WidemlError(f"the zarr array opened by the relative path {given!r} is no longer there from the current directory "
+                       f"({os.getcwd()}: the working directory changed since it was opened, or the array moved); open it with "
+                       f"an absolute path (zarr.open_array(os.path.abspath({given!r}), mode='r')).")
 
 
 def absolute_zarr(X: Any) -> Any:
-    """``X`` (a zarr array) checked to be readable by path from any directory and any process.
+    """``X`` (a zarr array), re-opened by the absolute path its relative path leads to now, so any process reads the same.
+
+    A relative root is resolved once, here, against the current directory: that
+    is the array the handle itself reads at this moment (zarr resolves relative
+    roots at every read). The whole fit or prediction then reads that array by
+    absolute path, even if the working directory changes meanwhile or a task
+    runs in another process.
 
     Parameters
     ----------
@@ -79,14 +135,14 @@ def absolute_zarr(X: Any) -> Any:
     Returns
     -------
     zarr.Array
-        ``X`` itself.
+        ``X`` itself, or the same array re-opened by absolute path when ``X`` was opened by a relative one.
 
     Raises
     ------
     WidemlError
         For an in-memory array (or one on a store workers cannot reach) while a
-        dask.distributed client is active, or an array on a local store opened
-        by a relative path (:func:`relative_zarr_error`).
+        dask.distributed client is active, or an array opened by a relative path
+        that leads to no array like it now (:func:`relative_zarr_error`).
     """
     if is_in_memory_zarr(X):
         if active_client() is not None:
@@ -99,10 +155,13 @@ def absolute_zarr(X: Any) -> Any:
             raise WidemlError(f"a zarr array on a {kind} cannot be read safely by cluster workers; write it to a directory "
                               "store on a shared filesystem or pass a numpy array.")
         return X
-    error = relative_zarr_error(X)
-    if error is not None:
-        raise error
-    return X
+    root, member = location
+    if os.path.isabs(root):
+        return X
+    pinned = _pinned(X, root, member)
+    if pinned is None:
+        raise relative_zarr_error(X)
+    return pinned
 
 
 def h5py_file_path(X: Any) -> str | None:
@@ -184,4 +243,5 @@ def h5py_as_dask(X: Any, feature_chunk: int) -> da.Array:
     return da.from_array(reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=dtype), name=name)
 
 
-__all__ = ["absolute_zarr", "check_zarr_chunks", "h5py_as_dask", "h5py_file_path", "relative_zarr_error"]
+__all__ = ["absolute_zarr", "check_zarr_chunks", "cluster_relative_message", "h5py_as_dask", "h5py_file_path", "is_relative_zarr",
+           "relative_zarr_error"]
