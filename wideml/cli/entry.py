@@ -14,29 +14,10 @@ handlers, which remove the run's partial outputs.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 
-from wideml.cli.interrupts import EXIT_STATUS, interrupted_line
-
-
-def _say_and_exit(signum: int) -> None:
-    """Print :func:`interrupted_line` on file descriptor 2 and end the process at once (no interpreter shutdown)."""
-    try:
-        os.write(2, (interrupted_line(signum) + "\n").encode())
-    except OSError:
-        pass
-    os._exit(EXIT_STATUS.get(signum, 128 + int(signum)))
-
-
-def _early_handler(signum: int, frame: object) -> None:
-    """SIGINT/SIGTERM before the command runs: nothing is written yet, so stop right away.
-
-    Exiting from the handler (instead of raising KeyboardInterrupt) also
-    stops an import that would swallow the exception in a bare ``except:``.
-    """
-    _say_and_exit(signum)
+from wideml.cli.interrupts import install_early_handlers, say_and_exit
 
 
 def run() -> None:
@@ -45,17 +26,13 @@ def run() -> None:
     SIGINT and SIGTERM are handled before the command line's modules are
     imported: the one line and exit status 130 / 143, never a traceback.
     """
-    for sig in EXIT_STATUS:
-        try:
-            signal.signal(sig, _early_handler)
-        except (ValueError, OSError):  # not the main thread, or the signal cannot be caught here
-            pass
+    install_early_handlers()
     try:
         from wideml.cli.main import main
 
         status = main()
     except KeyboardInterrupt as exc:  # a KeyboardInterrupt raised outside the handlers above (e.g. by a library)
-        _say_and_exit(int(getattr(exc, "signum", signal.SIGINT)))
+        say_and_exit(int(getattr(exc, "signum", signal.SIGINT)))
     sys.exit(status)
 
 

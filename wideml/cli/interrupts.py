@@ -9,6 +9,7 @@ which loads dask, before its handlers are installed.)
 
 from __future__ import annotations
 
+import os
 import signal
 
 #: Exit status after each signal (128 + signal number, as shells report it).
@@ -32,4 +33,35 @@ def interrupted_line(signum: int) -> str:
             "partial outputs and work folders of this run were removed.")
 
 
-__all__ = ["EXIT_STATUS", "interrupted_line"]
+def say_and_exit(signum: int) -> None:
+    """Print :func:`interrupted_line` on file descriptor 2 and end the process at once (no interpreter shutdown)."""
+    try:
+        os.write(2, (interrupted_line(signum) + "\n").encode())
+    except OSError:
+        pass
+    os._exit(EXIT_STATUS.get(signum, 128 + int(signum)))
+
+
+def _early_handler(signum: int, frame: object) -> None:
+    """SIGINT/SIGTERM before the command runs: nothing is written yet, so stop right away.
+
+    Exiting from the handler (instead of raising KeyboardInterrupt) also
+    stops an import that would swallow the exception in a bare ``except:``.
+    """
+    say_and_exit(signum)
+
+
+def install_early_handlers() -> None:
+    """Handle SIGINT and SIGTERM with :func:`say_and_exit` until the command installs its own handlers.
+
+    Called first by the console script (:func:`wideml.cli.entry.run`) and by
+    ``python -m wideml.cli.main``, before anything heavy is imported.
+    """
+    for sig in EXIT_STATUS:
+        try:
+            signal.signal(sig, _early_handler)
+        except (ValueError, OSError):  # not the main thread, or the signal cannot be caught here
+            pass
+
+
+__all__ = ["EXIT_STATUS", "install_early_handlers", "interrupted_line", "say_and_exit"]

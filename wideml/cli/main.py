@@ -13,6 +13,11 @@ SIGPIPE reports), as Python's documentation on SIGPIPE recommends: no traceback.
 
 from __future__ import annotations
 
+from wideml.cli.interrupts import EXIT_STATUS, install_early_handlers, interrupted_line
+
+if __name__ == "__main__":  # ``python -m wideml.cli.main``: signals handled from here on, as the console script does
+    install_early_handlers()
+
 import argparse
 import importlib
 import os
@@ -21,7 +26,6 @@ import sys
 import warnings
 
 from wideml._version import __version__
-from wideml.cli.interrupts import EXIT_STATUS, interrupted_line
 from wideml.exceptions import PerformanceWarning, WidemlError
 
 #: Modules under wideml.cli that each add subcommands through ``register(subparsers, common)``.
