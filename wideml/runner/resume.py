@@ -30,6 +30,7 @@ from wideml.runtime.checkpoint import PassCheckpoint, Session, active, digest, r
 from wideml.runtime.config import config_bool
 from wideml.runtime.removal import register_scratch
 from wideml.storage.featurestore import FeatureStore
+from wideml.storage.file_digest import files_digest
 
 
 def store_fingerprint(path: str) -> dict:
@@ -39,21 +40,7 @@ def store_fingerprint(path: str) -> dict:
     label or metadata file does.
     """
     real = os.path.realpath(path)
-    h = hashlib.sha256()
-    if os.path.isdir(real):
-        for root, dirs, files in os.walk(real):
-            dirs.sort()
-            for name in sorted(files):
-                full = os.path.join(root, name)
-                try:
-                    st = os.stat(full)
-                except OSError:
-                    continue
-                h.update(f"{os.path.relpath(full, real)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    else:
-        st = os.stat(real)
-        h.update(f"{st.st_size}\0{st.st_mtime_ns}".encode())
-    return {"path": real, "files": h.hexdigest()[:24]}
+    return {"path": real, "files": files_digest(real)[:24]}
 
 
 def begin(est: Any, data: Any) -> Session | None:

@@ -20,7 +20,6 @@ Cost: one ``stat`` per file of X (no chunk is read), at fit and at each predict.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
@@ -28,6 +27,7 @@ import h5py
 
 from wideml.exceptions import StoreError
 from wideml.storage import schema
+from wideml.storage.file_digest import files_digest
 
 
 def _store_id(path: str) -> str | None:
@@ -47,22 +47,7 @@ def _store_id(path: str) -> str | None:
 
 def _x_files(path: str) -> str:
     """Digest of (relative name, size, modification time in ns) of every file of the store's X."""
-    h = hashlib.sha256()
-    if os.path.isdir(path):
-        top = os.path.join(path, schema.X_NAME)
-        for root, dirs, files in os.walk(top):
-            dirs.sort()
-            for name in sorted(files):
-                full = os.path.join(root, name)
-                try:
-                    st = os.stat(full)
-                except OSError:
-                    continue
-                h.update(f"{os.path.relpath(full, top)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    else:
-        st = os.stat(path)
-        h.update(f"{st.st_size}\0{st.st_mtime_ns}".encode())
-    return h.hexdigest()[:32]
+    return files_digest(os.path.join(path, schema.X_NAME) if os.path.isdir(path) else path)[:32]
 
 
 def store_identity(path: str) -> dict:
