@@ -165,7 +165,7 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
     if isinstance(X, FeatureStore):
         source = {"store": str(X.path), "format": X.format}
         spatial = X.spatial
-        layout = with_space(layout, spatial, X.feature_ids)
+        layout = with_space(layout, spatial, X.feature_ids, X.feature_table)
         X = X.X
     elif is_image_input(X):  # nibabel images or NIfTI paths: every voxel a feature (a mask: wideml.images_to_array)
         X, spatial, layout = images_as_input(X)

@@ -31,9 +31,10 @@ from wideml.exceptions import ConfigError
 from wideml.maps.files import reference_from, write_manifest, write_top_tsv, write_values
 from wideml.maps.model_maps import SIGN_CONVENTION, model_maps
 from wideml.maps.plot import draw_panel, resolve_plotter
+from wideml.maps.spaces import space_files
 from wideml.models.persistence import estimator_layout, load_model
 from wideml.storage.atomic import atomic_output, check_output
-from wideml.storage.model_space import layout_feature_ids, layout_spatial
+from wideml.storage.model_space import layout_feature_ids, layout_feature_table, layout_spatial
 
 
 __all__ = ["write_maps"]
@@ -88,6 +89,7 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
     if reference is not None:
         spatial = reference_from(reference, maps.n_features)
     ids = layout_feature_ids(layout)
+    table = layout_feature_table(layout)
     entries, written = [], []
     with atomic_output(out_dir, overwrite, workers_write=False) as tmp:
         tmp.mkdir()
@@ -99,6 +101,7 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
             files = [write_values(tmp, fmap.name, values, spatial)]
             if ids is not None:
                 files.append(write_top_tsv(tmp, fmap.name, values, ids, int(top)))
+            files += space_files(tmp, fmap.name, values, table, plotter)
             if plotter is not None:
                 draw_panel(tmp / f"{fmap.name}.png", values, spatial, f"{maps.model}: {fmap.name}", plotter)
                 files.append(f"{fmap.name}.png")
@@ -106,7 +109,7 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
             written += files
         doc = {"model": maps.model, "model_path": getattr(model, "model_path_", None), "classes": maps.classes,
                "n_features": maps.n_features, "sign_convention": SIGN_CONVENTION,
-               "space": _space_doc(spatial), "maps": entries, "notes": maps.notes + notes}
+               "space": _space_doc(spatial), "feature_table": table.describe() if table is not None else None, "maps": entries, "notes": maps.notes + notes}
         written.append(write_manifest(tmp, doc))
     return [out_dir / name for name in written]
 

@@ -39,7 +39,7 @@ from wideml.exceptions import StoreError, WidemlError
 from wideml.storage.layout import FeatureLayout, layout_from_attrs
 from wideml.models.store import qualified_name, read_model_attrs, write_model
 from wideml.models.schema_checks import ModelSchema, SchemaViolation, check_model_contents, check_state
-from wideml.storage.model_space import SpaceViolation, read_model_space, with_space
+from wideml.storage.model_space import SpaceViolation, read_model_space, read_model_table, with_space
 
 #: The model classes a model store may name at its top level, by the qualified name wideml writes.
 MODEL_CLASSES: dict[str, type] = {qualified_name(c): c for c in (LOL, PCA, RRLDA, LFL, EmbeddingClassifier, EncoderClassifier,
@@ -221,9 +221,10 @@ def load_model(path: str | os.PathLike):
         else:
             check_model_contents(MODEL_SCHEMAS[cls], state, group, path, fixed=fixed, all_chunks=all_chunks)
         spatial, feature_ids = read_model_space(group, attrs, layout.n_features if layout is not None else None, layout)
+        table = read_model_table(group, attrs, layout.n_features if layout is not None else None)
     except (SchemaViolation, SpaceViolation) as exc:
         raise _refusal(path, str(exc)) from None
-    layout = with_space(layout, spatial, feature_ids)
+    layout = with_space(layout, spatial, feature_ids, table)
     for part in checked:  # parameter values, before anything is rebuilt from them
         _validate(part, path)
     arrays = {name: group[name] for name in group.array_keys()}

@@ -88,6 +88,10 @@ class Source(ABC):
         Shape each sample is flattened from (per-sample arrays, NIfTI grids).
     spatial : SpatialReference or None
         Grid, affine, header fields and mask of NIfTI volumes.
+    feature_table : FeatureTable or None
+        Per-feature columns of a non-grid space: variants' chromosome,
+        position and alleles; grayordinates' structures and vertices
+        (:mod:`wideml.storage.feature_table`).
     chunks : (int, int)
         ``FEATURES`` only: stored chunk shape, ``(1, 1)`` when any block reads cheaply.
     local : bool
@@ -111,6 +115,7 @@ class Source(ABC):
     labels: np.ndarray | None = None
     feature_shape: tuple[int, ...] | None = None
     spatial: Any = None
+    feature_table: Any = None
     chunks: tuple[int, int] = (1, 1)
     local: bool = False
     description: str = ""

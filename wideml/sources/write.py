@@ -95,6 +95,8 @@ def write_source(
         meta["feature_shape"] = src.feature_shape
     if src.spatial is not None:
         meta["spatial"] = src.spatial
+    if src.feature_table is not None:
+        meta["feature_table"] = src.feature_table
     if src.access == FEATURES:
         return copy_to_store(src.feature_reader(), src.shape, src.chunks, out, dtype=dt, local=src.local,
                              cast=CastCheck(dt, src.what, allow_lossy_cast), label=src.title, **meta, **common)

@@ -18,6 +18,7 @@ from wideml.exceptions import PerformanceWarning, StoreError
 from wideml.storage import schema
 from wideml.storage.integrity import check_hdf5_complete
 from wideml.storage.reader import DIRECT_READERS, HDF5Reader, ZarrReader
+from wideml.storage.feature_table import TABLE_ATTR, check_table_record, read_feature_table
 from wideml.storage.spatial import MASK_NAME, SPATIAL_ATTR, check_spatial_record, describe_line, read_spatial
 from wideml.storage.store_checks import (
     check_attrs,
@@ -100,6 +101,24 @@ class FeatureStore:
 
         return zarr_call(self.path, lambda: read_spatial(zarr.open_group(str(self.path), mode="r"), self.attrs, where))
 
+    @cached_property
+    def feature_table(self):
+        """Per-feature columns of a non-grid space (:class:`wideml.storage.feature_table.FeatureTable`), or None.
+
+        Read and checked on first use: variants' chromosome, position and
+        alleles (PLINK, VCF Zarr), grayordinates' structures and vertices
+        (CIFTI, GIFTI).
+        """
+        if self.attrs.get(TABLE_ATTR) is None:
+            return None
+        where = f"the store at {self.path}"
+        if self.format == "hdf5":
+            with h5py.File(self.path, "r") as handle:
+                return read_feature_table(handle, self.attrs, self.n_features, where)
+        import zarr
+
+        return zarr_call(self.path, lambda: read_feature_table(zarr.open_group(str(self.path), mode="r"), self.attrs, self.n_features, where))
+
     def class_counts(self) -> dict[Any, int]:
         """Number of samples per label, in sorted label order (empty if unlabelled)."""
         if self.y is None:
@@ -122,6 +141,7 @@ class FeatureStore:
             "class_counts": {str(k): v for k, v in self.class_counts().items()},
             "feature_shape": list(self.feature_shape) if self.feature_shape else None,
             "spatial": self.spatial.describe() if self.spatial is not None else None,
+            "feature_table": self.feature_table.describe() if self.feature_table is not None else None,
             "has_sample_ids": self.sample_ids is not None,
             "has_feature_ids": self.feature_ids is not None,
             "source": self.attrs.get("source"),
@@ -171,6 +191,9 @@ def format_summary(info: dict[str, Any]) -> str:
         lines.append(f"feature     shape {tuple(info['feature_shape'])}")
     if info.get("spatial"):
         lines.append(f"space       {describe_line(info['spatial'])}")
+    if info.get("feature_table"):
+        table = info["feature_table"]
+        lines.append(f"features    {table['kind']} table: {', '.join(table['columns'])} for {table['n_features']} features")
     if "missing_chunks" in info:
         present = ("missing chunks of X read as the fill value (the store says so: missing_chunks = 'fill')"
                    if info["missing_chunks"] == "fill" else "every chunk of X present")
@@ -290,6 +313,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         )
     feature_shape = checked_feature_shape(path, attrs.get("feature_shape"), p)
     check_spatial_record(attrs, keys, p, f"the store at {path}")
+    check_table_record(attrs, p, f"the store at {path}")
     return FeatureStore(
         path=path,
         format=fmt,

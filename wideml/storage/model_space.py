@@ -15,7 +15,10 @@ model group holds:
 - the attrs entry ``"spatial_reference"`` (:meth:`SpatialReference.to_attrs`)
   and the uint8 array ``mask`` when the reference has a mask;
 - the attrs entry ``"feature_ids"`` (``{"n": p}``) and the string array
-  ``feature_ids`` of shape (p,), chunked by :data:`IDS_CHUNK`.
+  ``feature_ids`` of shape (p,), chunked by :data:`IDS_CHUNK`;
+- the attrs entry ``"feature_table"`` and the group ``feature_table`` of a
+  store with a :class:`~wideml.storage.feature_table.FeatureTable`
+  (variants' positions, grayordinates' structures).
 
 Both are checked at load (:func:`read_model_space`): the mask must hash to the
 recorded sha256 and count the model's features, the ids must number p and
@@ -29,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from wideml.storage.feature_table import TABLE_ATTR, TABLE_GROUP, FeatureTable, read_feature_table, write_feature_table
 from wideml.storage.layout import FeatureLayout, id_fingerprints
 from wideml.storage.spatial import MASK_NAME, SPATIAL_ATTR, SpatialReference, mask_sha256, write_spatial
 from wideml.exceptions import StoreError
@@ -49,19 +53,22 @@ class TrainingLayout(FeatureLayout):
     ----------
     spatial_reference : SpatialReference or None
     feature_ids : ndarray of shape (n_features,) or None
+    feature_table : FeatureTable or None
     """
 
     spatial_reference: SpatialReference | None = field(default=None, compare=False, repr=False)
     feature_ids: np.ndarray | None = field(default=None, compare=False, repr=False)
+    feature_table: FeatureTable | None = field(default=None, compare=False, repr=False)
 
 
-def with_space(layout: FeatureLayout | None, spatial: SpatialReference | None, feature_ids=None) -> FeatureLayout | None:
-    """``layout`` carrying ``spatial`` and ``feature_ids`` (unchanged when both are None or there is no layout)."""
-    if layout is None or (spatial is None and feature_ids is None):
+def with_space(layout: FeatureLayout | None, spatial: SpatialReference | None, feature_ids=None,
+               feature_table: FeatureTable | None = None) -> FeatureLayout | None:
+    """``layout`` carrying ``spatial``, ``feature_ids`` and ``feature_table`` (unchanged when all are None or there is no layout)."""
+    if layout is None or (spatial is None and feature_ids is None and feature_table is None):
         return layout
     base = {name: getattr(layout, name) for name in FeatureLayout.__dataclass_fields__}
     ids = None if feature_ids is None else np.asarray(feature_ids)
-    return TrainingLayout(**base, spatial_reference=spatial, feature_ids=ids)
+    return TrainingLayout(**base, spatial_reference=spatial, feature_ids=ids, feature_table=feature_table)
 
 
 def layout_spatial(layout: FeatureLayout | None) -> SpatialReference | None:
@@ -72,6 +79,11 @@ def layout_spatial(layout: FeatureLayout | None) -> SpatialReference | None:
 def layout_feature_ids(layout: FeatureLayout | None) -> np.ndarray | None:
     """The feature ids a layout carries (None for a plain FeatureLayout)."""
     return getattr(layout, "feature_ids", None)
+
+
+def layout_feature_table(layout: FeatureLayout | None) -> FeatureTable | None:
+    """The feature table a layout carries (None for a plain FeatureLayout)."""
+    return getattr(layout, "feature_table", None)
 
 
 def write_model_space(group, layout: FeatureLayout | None) -> dict:
@@ -87,6 +99,9 @@ def write_model_space(group, layout: FeatureLayout | None) -> dict:
         if texts.size:
             arr[...] = texts
         entries[IDS_NAME] = {"n": int(texts.size)}
+    table = layout_feature_table(layout)
+    if table is not None:
+        entries[TABLE_ATTR] = write_feature_table(group, table)
     return entries
 
 
@@ -117,6 +132,24 @@ def read_model_space(group, attrs: dict, n_features: int | None, layout: Feature
     spatial = _read_spatial(group, attrs.get(SPATIAL_ATTR), present, n_features)
     ids = _read_ids(group, attrs.get(IDS_NAME), present, n_features, layout)
     return spatial, ids
+
+
+def read_model_table(group, attrs: dict, n_features: int | None) -> FeatureTable | None:
+    """The feature table a model group records, checked (:func:`~wideml.storage.feature_table.read_feature_table`); None without one.
+
+    Raises
+    ------
+    SpaceViolation
+        A phrase naming the problem (a table edited, truncated or of another length).
+    """
+    if attrs.get(TABLE_ATTR) is None:
+        if TABLE_GROUP in set(group.group_keys()):
+            raise SpaceViolation(f"it holds the unknown group {TABLE_GROUP!r}")
+        return None
+    try:
+        return read_feature_table(group, attrs, n_features, "it")
+    except StoreError as exc:
+        raise SpaceViolation(str(exc).removeprefix("it has ").split("; recreate")[0]) from None
 
 
 def _read_spatial(group, doc: Any, present: set, n_features: int | None) -> SpatialReference | None:

@@ -313,7 +313,7 @@ def rechunk(
         dtype=store.dtype, feature_chunk=feature_chunk, sample_chunk=sample_chunk, memory_limit=memory_limit,
         label=f"rechunk {Path(src).name}", overwrite=overwrite,
         y=store.y, min_classes=1, sample_ids=store.sample_ids, feature_ids=store.feature_ids,
-        feature_shape=store.feature_shape, spatial=store.spatial, source=store.attrs.get("source") or f"rechunk of {store.path}",
+        feature_shape=store.feature_shape, spatial=store.spatial, feature_table=store.feature_table, source=store.attrs.get("source") or f"rechunk of {store.path}",
         compressor=compressor, checksum=checksum,
     )
 

@@ -19,6 +19,7 @@ from wideml.storage.atomic import atomic_output
 from wideml.storage.casts import check_cast_dtypes, checked_cast
 from wideml.storage.featurestore import _labels_array
 from wideml.storage.labels import normalise_labels
+from wideml.storage.feature_table import TABLE_ATTR, write_feature_table
 from wideml.storage.spatial import SPATIAL_ATTR, write_spatial
 
 
@@ -160,6 +161,7 @@ def create_store(
     feature_ids=None,
     feature_shape: tuple[int, ...] | None = None,
     spatial=None,
+    feature_table=None,
     source: str | None = None,
     compressor: str | None = None,
     checksum: bool | None = None,
@@ -191,6 +193,12 @@ def create_store(
         The image space of the features (grid, affine, header fields, mask);
         recorded as the ``spatial_reference`` attribute plus a ``mask`` array
         when masked (:func:`wideml.storage.spatial.write_spatial`). Its number
+        of features must be ``n_features``.
+    feature_table : wideml.storage.feature_table.FeatureTable, optional
+        Per-feature columns of a non-grid space (variants' chromosome and
+        position, grayordinates' structures), recorded as the
+        ``feature_table`` attribute plus a ``feature_table`` group
+        (:func:`wideml.storage.feature_table.write_feature_table`). Its number
         of features must be ``n_features``.
     source : str, optional
         Provenance recorded in the attrs.
@@ -228,6 +236,8 @@ def create_store(
             raise WidemlError(f"feature_shape {feature_shape} has {int(np.prod(feature_shape))} elements but X has {n_features} features; fix the shape.")
     if spatial is not None and spatial.n_features != n_features:
         raise WidemlError(f"the spatial reference has {spatial.n_features} features but X has {n_features}; give the mask the data came from.")
+    if feature_table is not None and feature_table.n_features != n_features:
+        raise WidemlError(f"the feature table has {feature_table.n_features} rows but X has {n_features} features; give one row per feature.")
     fc = int(feature_chunk or default_feature_chunk(n_samples, n_features, dtype.itemsize))
     fc = max(1, min(fc, n_features))
     sc = int(max(1, min(sample_chunk or n_samples, n_samples)))
@@ -263,6 +273,8 @@ def create_store(
             group = zarr.create_group(store=str(tmp), zarr_format=3)
             if spatial is not None:
                 attrs[SPATIAL_ATTR] = write_spatial(group, spatial)
+            if feature_table is not None:
+                attrs[TABLE_ATTR] = write_feature_table(group, feature_table)
             group.attrs[schema.ATTRS_KEY] = attrs
             codecs = [c for c in (_compressor_for(compressor),) if c is not None]
             if checksum:
@@ -283,6 +295,8 @@ def create_store(
             handle = h5py.File(tmp, "w")
             if spatial is not None:
                 attrs[SPATIAL_ATTR] = write_spatial(handle, spatial)
+            if feature_table is not None:
+                attrs[TABLE_ATTR] = write_feature_table(handle, feature_table)
             handle.attrs[schema.ATTRS_KEY] = json.dumps(attrs)
             comp = None if (compressor or "none") == "none" else "gzip"
             x = handle.create_dataset(schema.X_NAME, shape=(n_samples, n_features), chunks=(sc, fc), dtype=dtype,
