@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = REPO / "pyproject.toml"
 
 #: Import names of distributions whose name differs from the package they install.
-IMPORT_NAMES = {"scikit-learn": "sklearn", "pyyaml": "yaml"}
+IMPORT_NAMES = {"scikit-learn": "sklearn", "pyyaml": "yaml", "python-dateutil": "dateutil"}
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess:

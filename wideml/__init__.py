@@ -10,6 +10,8 @@ if TYPE_CHECKING:  # for type checkers and the import contract (import-linter se
         LFL,
         LOL,
         PCA,
+        LOLRegressor,
+        RP,
         RRLDA,
         EmbeddingClassifier,
         EncoderClassifier,
@@ -18,6 +20,7 @@ if TYPE_CHECKING:  # for type checkers and the import contract (import-linter se
         KPCATrick,
         cross_validate_dims,
         cross_validate_encoder,
+        two_sample_test,
     )
     from wideml.inputs.images import images_to_array
     from wideml.models.persistence import load_model, save_model
@@ -39,8 +42,8 @@ _LAZY = {
     "ingest": "wideml.sources.ingest",
     "rechunk": "wideml.storage.rechunk",
     **{name: "wideml.estimators" for name in (
-        "LFL", "LOL", "PCA", "RRLDA", "EmbeddingClassifier", "EncoderClassifier", "KernelLOL", "KernelPCA",
-        "KPCATrick", "cross_validate_dims", "cross_validate_encoder")},
+        "LFL", "LOL", "PCA", "RP", "RRLDA", "EmbeddingClassifier", "EncoderClassifier", "KernelLOL", "KernelPCA",
+        "KPCATrick", "cross_validate_dims", "cross_validate_encoder", "LOLRegressor", "two_sample_test")},
     "load_model": "wideml.models.persistence",
     "save_model": "wideml.models.persistence",
     "ignore_feature_layout": "wideml.storage.layout",
@@ -85,7 +88,9 @@ __all__ = [
     "FeatureStore",
     "LFL",
     "LOL",
+    "LOLRegressor",
     "PCA",
+    "RP",
     "RRLDA",
     "EmbeddingClassifier",
     "__version__",
@@ -99,6 +104,7 @@ __all__ = [
     "open_store",
     "rechunk",
     "save_model",
+    "two_sample_test",
     "write_maps",
     "write_store",
 ]

@@ -48,7 +48,7 @@ BAD = [
     (lambda: KernelLOL(degree=0, kernel="poly"), ("degree=0",)),
     (lambda: EmbeddingClassifier(classifier="svm"), ("classifier='svm'", "'lda'")),
     (lambda: EmbeddingClassifier(LOL(second_moment="cubic")), ("second_moment='cubic'",)),
-    (lambda: EmbeddingClassifier(embedding="lol"), ("embedding='lol'", "LOL, PCA, RRLDA or LFL instance")),
+    (lambda: EmbeddingClassifier(embedding="lol"), ("embedding='lol'", "LOL, PCA, RRLDA, LFL or RP instance")),
 ]
 
 
@@ -68,7 +68,7 @@ def test_bad_parameter_refused_before_any_pass(make, words, adv_stores):
     (lambda s: cross_validate_dims(LOL(3), s, dims=[0, 2]), ("dims=[0, 2]", "positive integers")),
     (lambda s: cross_validate_dims(LOL(3), s, dims=[50]), ("dims=[50]", "d_max = 3")),
     (lambda s: cross_validate_dims(LOL(200), s, cv=3), ("200 dimensions", "at most")),
-    (lambda s: cross_validate_dims({"lfl": LFL(3)}, s), ("not a gram-based projector",)),
+    (lambda s: cross_validate_dims({"pca": SkPCA(3)}, s), ("not one cross-validated from one pass", "refitting per fold")),
     (lambda s: cross_validate_dims(LOL(3), s, cv=1), ("cv=1", "integer >= 2")),
     (lambda s: cross_validate_encoder(s, cv=1), ("cross_validate_encoder parameter cv=1",)),
     (lambda s: cross_validate_encoder(s, kernels="linear", sketch_size=3), ("sketch_size=3",)),
@@ -139,11 +139,13 @@ def test_cli_cv_lfl_matches_per_fold_oracle(tmp_path, adv_stores, adv_data):
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((tmp_path / "cv.json").read_text())
-    got = report["fixed_dimension_methods"]["lfl"]["fold_errors"]
+    lfl = report["results"]["lfl"]  # LFL joins the sweep over d: fold errors per d, here at d = 3
+    d = 3
+    got = [row[lfl["dims"].index(d)] for row in lfl["fold_errors"]]
     expected = []
     for train, test in StratifiedKFold(3, shuffle=True, random_state=4).split(np.zeros((len(y), 1)), y):
         train, test = np.sort(train), np.sort(test)
-        model = EmbeddingClassifier(LFL(random_state=4)).fit(X[train], y[train])
+        model = EmbeddingClassifier(LFL(n_components=d, random_state=4)).fit(X[train], y[train])
         expected.append(float(np.mean(model.predict(X[test]) != y[test])))
     assert got == pytest.approx(expected, abs=1e-12)
     assert max(got) < 0.2  # well-separated classes: LFL works, not at chance

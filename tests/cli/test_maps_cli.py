@@ -42,7 +42,9 @@ def test_existing_output_refused_without_overwrite(model_path, tmp_path):
     out = tmp_path / "maps"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    assert_refused(run_cli("maps", model_path, "-o", out, "--png", "none"), "already exists", "--overwrite")
+    refused = run_cli("maps", model_path, "-o", out, "--png", "none")  # not wideml's: the real fix, not "pass --overwrite"
+    assert_refused(refused, "cannot prove it wrote it", "remove or rename it")
+    assert "pass --overwrite" not in refused.stderr
     assert (out / "keep.txt").read_text() == "mine"
     # a folder wideml did not write is never replaced, --overwrite or not (issue 22)
     assert_refused(run_cli("maps", model_path, "-o", out, "--png", "none", "--overwrite"), "cannot prove it wrote it")

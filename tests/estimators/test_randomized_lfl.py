@@ -11,7 +11,7 @@ from wideml import LFL, LOL, PCA, RRLDA, open_store, write_store
 from wideml.estimators.gram.solver import choose_solver, estimate_seconds
 from wideml.exceptions import WidemlError
 from wideml.passes.blocks import NonFiniteError
-from wideml.passes.keyed_random import gaussian_rows, sparse_sign_rows
+from wideml.passes.keyed_random import gaussian_rows, sparse_sign_columns, sparse_sign_rows
 from wideml.storage.reader import READ_COUNTER
 
 
@@ -146,7 +146,7 @@ def _lfl_reference(X, y, d, density, robust):
     cents = np.stack([stat(X[codes == k], axis=0) for k in range(K)])
     deltas = [cents[order[0]] - cents[order[i]] for i in range(1, K)]
     cols = [v / np.linalg.norm(v) for v in deltas]
-    R = sparse_sign_rows(0, 0, X.shape[1], d - (K - 1), density).toarray()
+    R = sparse_sign_columns(0, 0, X.shape[1], d - (K - 1), density).toarray()
     return np.column_stack(cols + [R])
 
 

@@ -102,6 +102,6 @@ def test_cli_fit_and_cv_on_narrow_chunks(stores, tmp_path):
     a, b = load_model(tmp_path / "narrow.model").embedding_, load_model(tmp_path / "wide.model").embedding_  # LFL + LDA
     _assert_close(a.embedding_, b.embedding_, 1e-5)
     ra, rb = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("narrow", "wide"))
-    assert ra["fixed_dimension_methods"]["lfl"]["fold_errors"] == rb["fixed_dimension_methods"]["lfl"]["fold_errors"]
+    assert ra["results"]["lfl"]["fold_errors"] == rb["results"]["lfl"]["fold_errors"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["narrow.json", "narrow.model", "wide.json", "wide.model"]
     assert_no_debris(tmp_path)

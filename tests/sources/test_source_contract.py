@@ -27,12 +27,17 @@ from conftest import store_name
 
 import wideml
 from wideml.sources.base import FEATURES, ROWS, STREAM, IngestOptions
+from wideml.sources.bids import BidsSource
+from wideml.sources.cifti import CiftiSource
 from wideml.sources.delimited import CsvSource
 from wideml.sources.folder import FolderSource
+from wideml.sources.gifti import GiftiSource
 from wideml.sources.hdf5 import Hdf5Source
 from wideml.sources.nifti import NiftiFolderSource
 from wideml.sources.npy import MemorySource, NpySource
+from wideml.sources.plink import PlinkSource
 from wideml.sources.registry import pick, registered
+from wideml.sources.vcf_zarr import VcfZarrSource
 from wideml.sources.zarr_array import ZarrSource
 from wideml.storage import open_store
 
@@ -125,14 +130,70 @@ def nifti_case(root: Path) -> Case:
                 sample_ids=np.array([f"{s}_T1w" for s in scans.subjects]), mask=scans.mask, affine=scans.affine)
 
 
+def cifti_case(root: Path) -> Case:
+    nib = pytest.importorskip("nibabel")
+    from surface_scans import make_cifti_folder
+
+    c = make_cifti_folder(nib, root, rows=(1, 3, 1, 2, 1, 1, 2))
+    return Case(c.folder, CiftiSource, c.X.astype(np.float32), c.y, {"labels": c.y}, sample_ids=np.array(c.ids))
+
+
+def gifti_case(root: Path) -> Case:
+    nib = pytest.importorskip("nibabel")
+    from surface_scans import make_gifti_pairs
+
+    g = make_gifti_pairs(nib, root, rows=(1, 2, 1, 1, 3, 1, 2), n_left=5, n_right=4)
+    return Case(g.folder, GiftiSource, g.X.astype(np.float32), g.y, {"labels": g.labels_file}, sample_ids=np.array(g.ids),
+                feature_ids=np.array([f"L:{v}" for v in range(5)] + [f"R:{v}" for v in range(4)]))
+
+
+def plink_case(root: Path) -> Case:
+    bed_reader = pytest.importorskip("bed_reader", reason="bed-reader (wideml[genomics]) is not installed")
+    X = np.random.default_rng(7).integers(0, 3, (N, P)).astype(np.int8)
+    y = np.arange(N) % 2 + 1  # the .fam phenotype: 1 = control, 2 = case
+    ids, sids = np.array([f"i{k}" for k in range(N)]), np.array([f"rs{j}" for j in range(P)])
+    bed_reader.to_bed(root / "g.bed", X.astype(np.float32), properties={"iid": ids, "sid": sids, "pheno": y.astype(str)})
+    return Case(str(root / "g.bed"), PlinkSource, X, y, sample_ids=ids, feature_ids=sids)
+
+
+def vcf_zarr_case(root: Path) -> Case:
+    calls = np.random.default_rng(8).integers(0, 2, (P, N, 2)).astype(np.int8)
+    g = zarr.open_group(str(root / "g.vcz"), mode="w", zarr_format=2)
+    ids, y = np.array([f"s{k}" for k in range(N)]), np.array(["a", "b"])[np.arange(N) % 2]
+    arrays = {"call_genotype": calls, "sample_id": ids, "contig_id": np.array(["1"]), "variant_contig": np.zeros(P, np.int8),
+              "variant_position": np.arange(P, dtype=np.int32) + 1, "variant_allele": np.array([["A", "T"]] * P),
+              "variant_id": np.array([f"v{j}" for j in range(P)])}
+    for name, values in arrays.items():
+        chunks = (4, 5, 2) if values.ndim == 3 else values.shape
+        g.create_array(name, shape=values.shape, chunks=chunks, dtype=str if values.dtype.kind == "U" else values.dtype,
+                       config={"write_empty_chunks": True})[...] = values
+    return Case(str(root / "g.vcz"), VcfZarrSource, calls.sum(axis=2).T.astype(np.int8), y, {"labels": y},
+                sample_ids=ids, feature_ids=arrays["variant_id"])
+
+
+def bids_case(root: Path) -> Case:
+    nib = pytest.importorskip("nibabel")
+    from test_bids_tree import GROUPS, SPACE, make_tree
+
+    tree = make_tree(nib, root)
+    for rest in ("desc-stat_bold", "desc-brain_mask"):  # 12 runs less one: N samples
+        tree.path("03", "2", "func", f"task-rest_run-2_space-{SPACE}_{rest}.nii.gz").unlink()
+    keys = [k for k in sorted(tree.func) if k != ("03", "2", "2")]
+    X = np.stack([tree.func[k][tree.brain] for k in keys])
+    return Case(tree.root, BidsSource, X, np.array([GROUPS[k[0]] for k in keys]),
+                {"label_column": "group", "bids": {"derivatives": "fmriprep", "space": SPACE, "desc": "stat"}},
+                sample_ids=np.array([f"sub-{a}_ses-{b}_run-{c}" for a, b, c in keys]), mask=tree.brain, affine=tree.affine)
+
+
 CASES = {"memory": memory_case, "npy": npy_case, "hdf5": hdf5_case, "zarr": zarr_case, "csv": csv_case,
-         "folder": folder_case, "nifti": nifti_case}
+         "folder": folder_case, "nifti": nifti_case, "cifti": cifti_case, "gifti": gifti_case, "plink": plink_case, "vcf_zarr": vcf_zarr_case,
+         "bids": bids_case}
 
 
 def test_every_registered_reader_has_a_case(tmp_path):
     kinds = {cls.kind for cls in registered()}
     assert kinds <= set(CASES), f"registered readers without a contract case: {sorted(kinds - set(CASES))}"
-    assert len(registered()) == 6  # memory, hdf5, zarr, folder (-> nifti), npy, csv
+    assert len(registered()) == 11  # memory, hdf5, zarr, bids, cifti, gifti, folder (-> nifti), npy, csv, plink, vcf_zarr
 
 
 def _blocks(src, dtype) -> np.ndarray:

@@ -109,3 +109,16 @@ def test_maps_call_the_writer_of_the_table_kind(tmp_path, data, monkeypatch):
     doc = json.loads((tmp_path / "maps" / "maps.json").read_text())
     assert doc["feature_table"]["kind"] == "genome" and any(p.name.endswith(".genome.txt") for p in written)
     assert all(f"{name}.genome.txt" in entry["files"] for entry, (name, _, _) in zip(doc["maps"], seen))
+
+
+def test_predict_refuses_a_store_whose_table_differs_but_not_one_whose_info_differs(tmp_path, data):
+    """A flipped counted allele (same ids) is other features; another imputed-call count in info is not."""
+    X, y = data
+    table = _table(X.shape[1])
+    model = LOL(n_components=2).fit(_store(tmp_path / "train.zarr", X, y, table))
+    same_info_other = FeatureTable("genome", table.columns, {"reference": "synthetic", "n_imputed": 3})
+    np.testing.assert_allclose(model.transform(_store(tmp_path / "other_info.zarr", X, y, same_info_other)), model.transform(X), rtol=1e-4, atol=1e-5)
+    flipped = dict(table.columns)
+    flipped["allele_1"], flipped["allele_2"] = table.columns["allele_2"], table.columns["allele_1"]
+    with pytest.raises(Exception, match="feature table of .* differs from the one .* trained on"):
+        model.transform(_store(tmp_path / "flipped.zarr", X, y, FeatureTable("genome", flipped, table.info)))

@@ -42,6 +42,25 @@ CLI_OPTION = "--workdir"
 INPUT_ARGS = ("store", "model", "input", "source", "labels", "mask", "config")
 
 
+def refuse_url_outputs(args: argparse.Namespace) -> None:
+    """Refuse an output or work folder given as a URL (``s3://...``) in one sentence: outputs are local for now.
+
+    A ``file://`` URL, as an output, a work folder or an input, is replaced (in ``args``) by the local path it
+    names, so every later check and write sees that path (never a relative folder named ``file:``).
+    """
+    from wideml.storage.atomic import refuse_url_output
+    from wideml.storage.urls import is_url, local_path_of
+
+    for dest in (*OUTPUT_ARGS, "workdir"):
+        value = getattr(args, dest, None)
+        if isinstance(value, str):
+            refuse_url_output(value)
+    for dest in (*OUTPUT_ARGS, "workdir", *INPUT_ARGS):
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and is_url(value) and local_path_of(value) is not None:
+            setattr(args, dest, local_path_of(value))
+
+
 def _own_checkpoints(args: argparse.Namespace) -> list[str]:
     """The checkpoint folder ``fit`` resumes from (never swept by its own start)."""
     from wideml.runtime.owned_names import checkpoint_folder

@@ -4,7 +4,8 @@ Every command already sweeps the folders it writes into before it starts
 (:mod:`wideml.cli.before_run`); ``clean`` does the same on request, for any
 folder, and also removes checkpoint folders kept for a rerun (``NAME.wideml-work``,
 ``wideml-cv-*``, ``wideml-resume-*``: cleaning them means the rerun starts
-over). It looks only at the names wideml gives its folders
+over). A ``file://`` URL names its local folder; any other URL (``s3://...``)
+is refused, never read as a local folder named ``s3:``. It looks only at the names wideml gives its folders
 (:mod:`wideml.runtime.owned_names`) and removes only folders whose wideml owner
 record (:mod:`wideml.runtime.ownership`) shows a run that is over. A folder
 with such a name but no wideml record is listed and left alone: if it really
@@ -17,7 +18,7 @@ import argparse
 import os
 import shutil
 
-from wideml.exceptions import ConfigError
+from wideml.exceptions import ConfigError, WidemlError
 
 _KEPT_WHY = {
     "running": "its run is still going",
@@ -47,12 +48,29 @@ def register(sub, common) -> None:
     p.set_defaults(handler=run_clean, needs_scheduler=False)
 
 
+def _local(raw: str, what: str) -> str:
+    """The local path ``raw`` names (a ``file://`` URL's path); a URL of an object store is refused in one sentence."""
+    from wideml.storage.urls import is_url, local_path_of
+
+    if not is_url(raw):
+        return raw
+    try:
+        local = local_path_of(raw)
+    except WidemlError as exc:
+        raise ConfigError(str(exc)) from None
+    if local is None:
+        raise ConfigError(f"{what}{raw} is a URL; `wideml clean` cleans local folders only (wideml writes nothing to object "
+                          "stores): give a local folder.")
+    return local
+
+
 def _folders(args: argparse.Namespace) -> list[str]:
     from wideml.runner.workdir import resolve_workdir
 
+    folders = [_local(f, "") for f in args.folders]  # every URL refused before anything is looked at
     if args.remove and not args.folders and not args.workdir:
         return []
-    named = [os.path.abspath(os.path.expanduser(f)) for f in args.folders] or [os.getcwd()]
+    named = [os.path.abspath(os.path.expanduser(f)) for f in folders] or [os.getcwd()]
     if args.workdir or not args.folders:
         named.append(resolve_workdir(None))
     for folder in named:
@@ -68,7 +86,7 @@ def _explicit(paths: list[str]) -> list[str]:
 
     checked = []
     for raw in paths:
-        path = os.path.abspath(os.path.expanduser(raw))
+        path = os.path.abspath(os.path.expanduser(_local(raw, "--remove ")))
         if os.path.islink(path) or not os.path.isdir(path):
             raise ConfigError(f"--remove {raw}: not a folder; name a leftover folder listed by `wideml clean`.")
         if not is_owned_name(os.path.basename(path)):
@@ -87,6 +105,8 @@ def run_clean(args: argparse.Namespace) -> int:
     from wideml.runtime.ownership import candidates, describe_owner, remove_abandoned, verdict, wideml_record
     from wideml.runtime.removal import remove_tree
 
+    for folder in args.folders:  # a URL among the folders is refused before any --remove is done
+        _local(folder, "")
     explicit = _explicit(args.remove)
     removed, kept = 0, 0
     verb = "would remove" if args.dry_run else "removed"

@@ -15,8 +15,12 @@ def register(sub, common) -> None:
         description="Write data to a new feature store with full-height feature chunks, in bounded memory.",
     )
     p.add_argument("source", help="a .npy file, file.h5 or file.h5:/dataset, a .csv/.tsv file, a zarr array, "
+                                  "a PLINK .bed (its .bim/.fam beside it), a VCF Zarr store, "
+                                  "a BIDS dataset folder (see BIDS derivatives below), "
                                   "or a folder of .npy files (one per sample) or of NIfTI .nii/.nii.gz images "
-                                  "(3-D volumes, or 4-D series: one sample per volume)")
+                                  "(3-D volumes, or 4-D series: one sample per volume), or of CIFTI-2 .dscalar.nii/.dtseries.nii files "
+                                  "(one sample per map or time point) or GIFTI .func.gii/.shape.gii files (one sample per data "
+                                  "array; hemi-L/hemi-R pairs read left then right)")
     p.add_argument("-o", "--output", dest="output", required=True, metavar="OUT", help="new store (.h5/.hdf5 for HDF5, else zarr v3)")
     lab = p.add_mutually_exclusive_group()
     lab.add_argument("--labels", metavar="FILE", help="labels: a CSV/TSV (label, or id/file name and label), .npy, or file.h5:/y; "
@@ -24,12 +28,14 @@ def register(sub, common) -> None:
     lab.add_argument("--unlabelled", "--unlabeled", action="store_true", help="store no labels (a store for prediction only)")
     p.add_argument("--label-column", metavar="NAME|INDEX",
                    help="CSV source: the column holding the labels; folder: the label column of the --labels table, "
-                        "matched to files by subject id (sub-XX in the file name)")
+                        "matched to files by subject id (sub-XX in the file name); genotype source: the label column of "
+                        "the --labels table (default: the last of IID,label or FID,IID,pheno)")
     p.add_argument("--id-column", metavar="NAME|INDEX",
                    help="CSV source: the column holding sample ids (default: the one column named like "
                         "id/participant_id/subject/sample_id, if its values are unique); folder: the subject id column of the "
                         "--labels table (default: the one column named like participant_id/subject/id, else the one holding "
-                        "the files' sub-XX ids); it must differ from --label-column")
+                        "the files' sub-XX ids); genotype source: the IID column of the --labels table (default: the "
+                        "column named IID, else the first of two or the second of three); it must differ from --label-column")
     p.add_argument("--drop-unlabelled", "--drop-unlabeled", action="store_true",
                    help="leave out samples whose label is missing (NA, n/a, #N/A, <NA>, NaN, null, None, empty ...) instead of refusing "
                         "them: CSV rows, files of a folder, and files whose subject has no row in a labels table")
@@ -44,6 +50,12 @@ def register(sub, common) -> None:
                                                        "(default comma, tab for .tsv; a labels file separated by that "
                                                        "default is read so)")
     p.add_argument("--dataset", metavar="NAME", help="HDF5 source: the dataset holding X")
+    geno = p.add_argument_group("genotypes", "PLINK 1 .bed filesets (labels from the .fam phenotype unless --labels or "
+                                             "--unlabelled) and VCF Zarr stores, stored as int8 allele dosages")
+    geno.add_argument("--impute", choices=("none", "mean"),
+                      help="missing genotype calls: 'none' refuses them (default), 'mean' fills each with its variant's mean "
+                           "dosage (the store then holds float32)")
+    _bids_flags(p)
     p.add_argument("--feature-chunk", type=_positive_int, metavar="N", help="features per stored chunk (default about chunk-size bytes)")
     p.add_argument("--dtype", metavar="DTYPE", help="stored dtype, e.g. float32 (default: floats kept, integers upcast, CSV float64)")
     p.add_argument("--allow-lossy-cast", action="store_true",
@@ -93,7 +105,7 @@ def _report(path) -> None:
 def run_ingest(args: argparse.Namespace) -> int:
     from wideml.sources.ingest import ingest
 
-    if args.labels is None and args.label_column is None and not args.unlabelled:
+    if args.labels is None and args.label_column is None and not args.unlabelled and not _brings_labels(args.source):
         raise WidemlError(
             "no labels given; pass --labels FILE (or --label-column for a CSV source), or --unlabelled for a prediction-only store."
         )
@@ -104,10 +116,53 @@ def run_ingest(args: argparse.Namespace) -> int:
         dataset=args.dataset, header=args.header, delimiter=args.delimiter, feature_chunk=args.feature_chunk,
         dtype=args.dtype, compressor=args.compressor, checksum=args.checksum, allow_lossy_cast=args.allow_lossy_cast,
         missing_chunks_are_fill=args.missing_chunks_are_fill, mask=args.mask, drop_unlabelled=args.drop_unlabelled,
-        overwrite=args.overwrite,
+        overwrite=args.overwrite, unlabelled=args.unlabelled, impute=args.impute, bids=_bids_query(args),
     )
     _report(out)
     return 0
+
+
+def _bids_flags(p) -> None:
+    bids = p.add_argument_group(
+        "BIDS derivatives", "a BIDS dataset folder (recognised by its dataset_description.json): one sample per selected scan, "
+                            "id sub-XX[_ses-YY][_run-N]; labels from its participants.tsv with --label-column; the mask is the "
+                            "intersection of the scans' desc-brain_mask files unless --mask is given")
+    bids.add_argument("--bids", action="store_true", help="read SOURCE as a BIDS dataset (implied by any flag of this group)")
+    bids.add_argument("--derivatives", metavar="NAME", help="read the derivatives dataset derivatives/NAME (e.g. fmriprep)")
+    bids.add_argument("--space", metavar="LABEL", help="the space- entity, e.g. MNI152NLin2009cAsym ('' selects files without one)")
+    bids.add_argument("--desc", metavar="LABEL", help="the desc- entity, e.g. preproc")
+    bids.add_argument("--suffix", metavar="SUFFIX", help="the suffix, e.g. T1w or bold")
+    bids.add_argument("--datatype", metavar="FOLDER", help="the datatype folder: anat, func, dwi ...")
+    bids.add_argument("--session", metavar="LABELS", help="sessions to take, e.g. 1,2 (default all)")
+    bids.add_argument("--subjects", metavar="LABELS", help="subjects to take, e.g. 01,02 or sub-01,sub-02 (default all)")
+    bids.add_argument("--filter", dest="bids_filters", metavar="ENTITY=VALUE", action="append",
+                      help="another entity to match, e.g. task=rest or res=2 (repeatable)")
+    bids.add_argument("--average", choices=("runs", "sessions"),
+                      help="average the runs of each session (or every scan of a subject) into one sample; 3-D scans only")
+
+
+#: The flags of the "BIDS derivatives" group that select scans, and their fields of wideml.sources.bids_query.BidsQuery.
+_BIDS_FIELDS = {"derivatives": "derivatives", "space": "space", "desc": "desc", "suffix": "suffix", "datatype": "datatype",
+                "session": "sessions", "subjects": "subjects", "bids_filters": "filters", "average": "average"}
+
+
+def _bids_query(args: argparse.Namespace) -> dict | None:
+    """The BIDS selection of the flags (None when no BIDS flag is given: the registry decides)."""
+    given = {field: getattr(args, flag) for flag, field in _BIDS_FIELDS.items() if getattr(args, flag, None) is not None}
+    if not given and not getattr(args, "bids", False):
+        return None
+    return given
+
+
+def _brings_labels(source: str) -> bool:
+    """Whether the source holds its own labels (a PLINK .bed's .fam phenotype).
+
+    A source that does not exist or is not recognised is named here, before any advice about labels.
+    """
+    from wideml.sources.ingest import pick_source
+
+    reader, _ = pick_source(source)
+    return bool(reader.brings_labels)
 
 
 def run_rechunk(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ from wideml._version import __version__
 from wideml.exceptions import PerformanceWarning, WidemlError
 
 #: Modules under wideml.cli that each add subcommands through ``register(subparsers, common)``.
-COMMAND_MODULES = ("store_commands", "ingest_commands", "simulate", "model_commands", "clean_command", "maps_command")
+COMMAND_MODULES = ("store_commands", "ingest_commands", "simulate", "model_commands", "clean_command", "maps_command", "test_command")
 
 #: argparse destinations holding file-system paths: made absolute once, right after parsing, so no
 #: handler (and no dask graph) ever sees a relative path. A subcommand may add its own with
@@ -42,10 +42,24 @@ WORKER_WRITTEN_OUTPUTS = {"fit": ("output",), "ingest": ("output",), "simulate":
 
 
 #: Destinations of the options every command shares (:func:`_common_parser`); None when not given.
-COMMON_DESTS = ("config", "scheduler", "memory_limit", "progress")
+COMMON_DESTS = ("config", "scheduler", "memory_limit", "progress", "storage_option")
 
 #: Exit status when the reader of stdout (or stderr) has gone away: 128 + SIGPIPE, as for a Unix tool killed by SIGPIPE.
 EXIT_OUTPUT_CLOSED = 128 + int(getattr(signal, "SIGPIPE", 13))
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad command line said in one sentence (exit status 2) instead of the usage block and a line.
+
+    Subcommands' parsers are of this class too (``add_subparsers`` makes them
+    of the parent's class), so ``--repeats 0`` and ``--folds 1`` read alike:
+    ``wideml: error: argument --repeats: '0' is below 1; give a whole number
+    of at least 1 (see `wideml cv --help`).``
+    """
+
+    def error(self, message: str):
+        text = message.strip().rstrip(".")
+        self.exit(2, f"wideml: error: {text} (see `{self.prog} --help`).\n")
 
 
 def _common_parser() -> argparse.ArgumentParser:
@@ -62,6 +76,10 @@ def _common_parser() -> argparse.ArgumentParser:
     group.add_argument("--config", metavar="FILE", help="YAML config file with a top-level 'wideml:' mapping (see configs/)")
     group.add_argument("--scheduler", metavar="NAME", help=f"where to run: {SCHEDULER_HELP} (default from config: threads)")
     group.add_argument("--memory-limit", metavar="SIZE", help="memory budget: a size such as 8GiB, or a share of RAM such as 50%% (default from config: 60%% of RAM)")
+    group.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
+                       help="fsspec option for stores given as URLs (s3://...), e.g. endpoint_url=http://127.0.0.1:9000; "
+                            "repeatable, dotted keys nest (client_kwargs.region_name=eu-west-1); credentials come from the "
+                            "environment (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...), never from here")
     bar = group.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_const", const=True, help="always show progress bars")
     bar.add_argument("--no-progress", dest="progress", action="store_const", const=False, help="never show progress bars")
@@ -70,7 +88,7 @@ def _common_parser() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common_parser()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="wideml", parents=[common],
         description="Out-of-core supervised dimensionality reduction for wide data (zarr v3 / HDF5 feature stores).",
     )
@@ -153,13 +171,21 @@ def _apply_common(args: argparse.Namespace) -> None:
         dask.config.set({"wideml.progress": bool(args.progress)})
     if getattr(args, "workdir", None):
         dask.config.set({"wideml.workdir": args.workdir})
+    if getattr(args, "storage_option", None):
+        from wideml.runtime.config import config_value
+        from wideml.storage.urls import check_storage_options, nest, parse_storage_option
+
+        given = nest([parse_storage_option(text) for text in args.storage_option])
+        check_storage_options(given, "--storage-option")
+        dask.config.set({"wideml.storage-options": {**(config_value("storage-options") or {}), **given}})
 
 
 def _run(args: argparse.Namespace) -> int:
     """Prepare (config, sweep of dead runs' leftovers, pre-flight checks) and run the handler on its scheduler."""
-    from wideml.cli.before_run import preflight, sweep_leftovers
+    from wideml.cli.before_run import preflight, refuse_url_outputs, sweep_leftovers
 
     absolute_paths(args)
+    refuse_url_outputs(args)  # before anything (the config's workdir included) could make a local folder named 's3:'
     _apply_common(args)
     sweep_leftovers(args)
     preflight(args)

@@ -31,7 +31,7 @@ def register(sub, common) -> None:
 
     p = sub.add_parser("fit", parents=[common], help="fit a method on a store and save the model (a zarr group)")
     p.add_argument("method", help=f"one of: {', '.join(METHODS)}")
-    p.add_argument("store", help="training feature store (must hold labels y)")
+    p.add_argument("store", help="training feature store (must hold labels y): a path, or a URL such as s3://bucket/s.zarr")
     p.add_argument("-o", "--output", required=True, help="model directory to write")
     p.add_argument("--n-components", type=_positive_int,
                    help="embedding dimension d (default: number of classes; kpca-*: 100 KPCA components, or all non-zero ones up to 200 samples; kernel-lol: 10)")
@@ -40,12 +40,12 @@ def register(sub, common) -> None:
     p.add_argument("--orthogonalize", action="store_true", help="orthonormalise the LOL/QOQ directions")
     p.add_argument("--precision", choices=("auto", "float64", "float32"), default="auto",
                    help="dtype of each chunk's products (auto: float32 for float32 stores, else float64; sums across chunks are float64)")
-    p.add_argument("--solver", choices=("auto", "gram", "randomized"), default="auto",
-                   help="exact Gram (2 passes) or randomized range finder (q + 2 passes, q the power iterations it "
-                        "takes to converge); auto uses a cost model")
-    p.add_argument("--n-power-iter", type=int, default=1, metavar="N",
-                   help="fewest power iterations of the randomized solver (default 1); it iterates until its subspace "
-                        "converges to --tol, at most --max-power-iter times")
+    p.add_argument("--solver", choices=("auto", "gram", "randomized"),
+                   help="lol/qoq/pca/rrlda: exact Gram (2 passes) or randomized range finder (q + 2 passes, q the power "
+                        "iterations it takes to converge); auto (the default) uses a cost model")
+    p.add_argument("--n-power-iter", type=int, metavar="N",
+                   help="lol/qoq/pca/rrlda: fewest power iterations of the randomized solver (default 1); it iterates until "
+                        "its subspace converges to --tol, at most --max-power-iter times")
     p.add_argument("--max-power-iter", type=_positive_int, metavar="N",
                    help="lol/qoq/pca/rrlda: most power iterations of the randomized solver (default 30); if its subspace "
                         "has not converged by then the fit warns and stops there")
@@ -85,11 +85,18 @@ def register(sub, common) -> None:
 
     p = sub.add_parser("cv", parents=[common], help="cross-validated error against dimension for several methods, from one pass")
     p.add_argument("store")
-    p.add_argument("--methods", default="lol,pca,rrlda", help="comma-separated methods (default lol,pca,rrlda)")
-    p.add_argument("--max-dim", type=_positive_int, default=None,
-                   help=f"largest embedding dimension (default {DEFAULT_MAX_DIM}, or what the training folds allow if fewer)")
+    p.add_argument("--methods", default="lol,pca,rrlda",
+                   help="comma-separated methods (default lol,pca,rrlda); lol, qoq, pca, rrlda, lfl and rp share one pass over X")
+    p.add_argument("--max-dim", type=_max_dim, default=None,
+                   help=f"largest embedding dimension (default {DEFAULT_MAX_DIM}, or what the training folds allow if fewer), "
+                        "or 'rank': up to the smallest numerical rank of the training folds' centred data")
     p.add_argument("--folds", type=_positive_int, default=10, help="number of stratified folds (default 10)")
+    p.add_argument("--repeats", type=_positive_int, default=1,
+                   help="repeat the stratified k-fold CV R times with new shuffles (default 1): 'k-fold CV repeated R times'; "
+                        "every method is scored on the same splits (the encoder in its own pass, the others a fit per split)")
     p.add_argument("--classifier", choices=("lda", "qda"), default="lda")
+    p.add_argument("--no-robust", action="store_true",
+                   help="class means instead of medians for LOL/QOQ centroid differences (e.g. for 0/1/2 genotype dosages, whose medians tie)")
     p.add_argument("--seed", type=int, default=0, help="fold shuffling seed")
     p.add_argument("-o", "--output", help="JSON report path")
     p.add_argument("--plot", help="PNG of error against dimension")
@@ -98,6 +105,16 @@ def register(sub, common) -> None:
                    help="start over even if the work folder (wideml-cv-*) holds checkpoints of an interrupted run of the same cv")
     p.add_argument("--workdir", metavar="DIR", help="parent folder of this run's work folders (wideml-fit-*; default from config workdir, else the system temporary directory)")
     p.set_defaults(handler=run_cv)
+
+
+def _max_dim(text: str):
+    """--max-dim: a positive integer or "rank" (argparse type)."""
+    if text == "rank":
+        return "rank"
+    try:
+        return _positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a whole number of at least 1 nor 'rank'; give one of them") from None
 
 
 def _check_new_output(path: str | None, overwrite: bool) -> None:
@@ -109,6 +126,9 @@ def _check_new_output(path: str | None, overwrite: bool) -> None:
 
 #: Options of the randomized solver's convergence that ``wideml fit`` passes to the estimators having them.
 _SOLVER_LIMITS = (("max_power_iter", "--max-power-iter"), ("tol", "--tol"))
+
+#: Solver options the registry's builders read; refused, when given, for a method whose estimator has no solver.
+_SOLVER_OPTIONS = (("solver", "--solver"), ("n_power_iter", "--n-power-iter"))
 
 
 def _positive_float(text: str) -> float:
@@ -125,9 +145,13 @@ def _positive_float(text: str) -> float:
 def _set_solver_limits(method_name: str, emb: object, args) -> None:
     """Give ``emb`` the --max-power-iter / --tol that were given; refuse them for a method without a randomized solver."""
     given = {name: (flag, getattr(args, name, None)) for name, flag in _SOLVER_LIMITS if getattr(args, name, None) is not None}
+    params = emb.get_params(deep=False) if hasattr(emb, "get_params") else {}
+    for name, flag in _SOLVER_OPTIONS:  # e.g. `fit rp --solver randomized`: RP has no solver to choose
+        if getattr(args, name, None) is not None and name not in params:
+            raise WidemlError(f"{flag} applies only to lol, qoq, pca and rrlda, which have a solver to choose, not to "
+                              f"{method_name!r}; leave it out.")
     if not given:
         return
-    params = emb.get_params(deep=False) if hasattr(emb, "get_params") else {}
     for name, (flag, _) in given.items():
         if name not in params:
             raise WidemlError(f"{flag} applies only to the randomized solver of lol, qoq, pca and rrlda, not to "
@@ -172,7 +196,7 @@ def run_fit(args: argparse.Namespace) -> int:
     with resumable(work, resume=not getattr(args, "no_resume", False)):
         est.fit(store, store.y)
         save_model(est, args.output, overwrite=args.overwrite,
-                   provenance={"store": str(Path(args.store).resolve()), "n_samples": store.n_samples, "n_features": store.n_features})
+                   provenance={"store": _store_name(args.store), "n_samples": store.n_samples, "n_features": store.n_features})
     _report_reads()
     from wideml.estimators.classifier import EmbeddingClassifier
 
@@ -188,6 +212,11 @@ def run_fit(args: argparse.Namespace) -> int:
     print(f"fitted {args.method} on {store.n_samples} samples x {store.n_features} features ({'; '.join(detail)}); "
           f"model written to {args.output}")
     return 0
+
+
+def _store_name(store: str) -> str:
+    """How outputs record the store: its absolute path, or its URL as given (never joined to the working folder)."""
+    return store if "://" in store else str(Path(store).resolve())
 
 
 def _report_reads() -> None:
@@ -324,7 +353,7 @@ def run_cv(args: argparse.Namespace) -> int:
     methods = {name: get_method(name) for name in names}
     other = [name for name, m in methods.items() if not m.gram_based]
     if args.plot and len(other) == len(names):
-        raise WidemlError("--plot draws error against dimension, which only lol, qoq, pca and rrlda have; drop --plot or add one of them.")
+        raise WidemlError("--plot draws error against dimension, which only lol, qoq, pca, rrlda, lfl and rp have; drop --plot or add one of them.")
     store = open_store(args.store)
     if store.y is None:
         raise WidemlError(f"store {args.store!r} holds no labels y; cross-validation needs labels.")
@@ -336,8 +365,13 @@ def run_cv(args: argparse.Namespace) -> int:
 
     with resumable(_cv_work_folder(args), resume=not args.no_resume):
         if estimators:
-            report = cross_validate_dims(estimators, store, cv=args.folds, classifier=args.classifier, random_state=args.seed)
+            cv = _cv_splitter(args)
+            report = cross_validate_dims(estimators, store, cv=cv, classifier=args.classifier, random_state=args.seed,
+                                         max_dim="rank" if args.max_dim == "rank" else None)
             print(report.table())
+            errors = [r.error for r in report.results.values() if r.error is not None]
+            if len(errors) == len(report.results) and not other:
+                raise WidemlError(errors[0])  # nothing was scored: no report, exit status 2
             out = report.to_dict()
         else:
             report, out = None, {"results": {}}
@@ -345,7 +379,7 @@ def run_cv(args: argparse.Namespace) -> int:
             out["fixed_dimension_methods"] = _cv_other(other, store, args)
     _report_reads()
     if args.output:
-        out = out | {"store": str(Path(args.store).resolve())}
+        out = out | {"store": _store_name(args.store)}
         _write_atomic(args.output, lambda fh: fh.write(json.dumps(out, indent=2).encode()))
         print(f"report written to {args.output}")
     if args.plot:
@@ -353,7 +387,7 @@ def run_cv(args: argparse.Namespace) -> int:
 
         passes = f"{report.n_passes} pass{'es' if report.n_passes != 1 else ''} over X"
         title = (f"{Path(args.store).name}: n = {store.n_samples}, p = {store.n_features:,}\n"
-                 f"{report.n_folds}-fold CV, {report.classifier.upper()} on the embedding, {passes}")
+                 f"{report.cv_name}, {report.classifier.upper()} on the embedding, {passes}")
         _write_atomic(args.plot, lambda fh: plot_cv(report, fh, title=title))
         print(f"plot written to {args.plot}")
     return 0
@@ -380,31 +414,54 @@ def _check_folds(folds: int, y) -> None:
         raise WidemlError(f"--folds {folds} needs at least {folds} samples in every class, but the smallest class has {smallest}; lower --folds.")
 
 
+def _cv_splitter(args: argparse.Namespace):
+    """The folds every method of ``wideml cv`` is scored on: stratified shuffled k-fold, repeated with --repeats."""
+    from wideml.estimators.gram.cv import repeated_folds
+
+    return args.folds if args.repeats == 1 else repeated_folds(args.folds, args.repeats, args.seed)
+
+
+def _cv_name(args: argparse.Namespace) -> str:
+    return f"{args.folds}-fold CV" + (f" repeated {args.repeats} times" if args.repeats > 1 else "")
+
+
 def _cv_projector(method, args, store):
-    """A Gram-based method's estimator with d_max = --max-dim, or by default the smaller of 20 and what a training fold allows."""
-    est = method.build(n_components=args.max_dim or DEFAULT_MAX_DIM)
-    if args.max_dim is None:
+    """A one-pass method's estimator with d_max = --max-dim, or by default the smaller of 20 and what a training fold allows
+    (with --max-dim rank: min(n, p), which cross_validate_dims caps at each training fold's bound and rank)."""
+    est = method.build(n_components=args.max_dim if isinstance(args.max_dim, int) else DEFAULT_MAX_DIM, seed=args.seed,
+                       robust=not args.no_robust)
+    if args.max_dim == "rank":
+        est.set_params(n_components=max(1, min(store.n_samples, store.n_features)))
+    elif args.max_dim is None:
         n, K = store.n_samples, len(np.unique(store.y))
         n_train = n - -(-n // args.folds) - K  # smallest stratified training fold, with a margin for rounding per class
-        est.set_params(n_components=max(1, min(DEFAULT_MAX_DIM, est.component_bound(n_train, K, store.n_features))))
+        bound = est.component_bound(n_train, K, store.n_features) if hasattr(est, "component_bound") else min(n_train, store.n_features)
+        est.set_params(n_components=max(1, min(DEFAULT_MAX_DIM, bound)))
     return est
 
 
 def _cv_other(names: list[str], store, args) -> dict:
-    """Cross-validated error of methods without a dimension to choose (encoder: one pass; others: a fit per fold)."""
+    """Cross-validated error of methods without a dimension to choose, on the splits the one-pass methods use (--folds,
+    --repeats, --seed): the encoder in its own pass (two with spearman) for all splits; the others a fit per split."""
     results = {}
     for name in names:
         if name == "encoder":
             from wideml.estimators.encoder.cv import cross_validate_encoder
 
-            res = cross_validate_encoder(store, cv=args.folds, random_state=args.seed)
+            res = cross_validate_encoder(store, cv=_cv_splitter(args), random_state=args.seed)
             errors = np.asarray(res.get("fold_errors", res.get("errors", [])), dtype=float)
+            n_passes = int(res.get("n_passes", 1))
+            extra = {"n_passes": n_passes}
+            cost = f"{n_passes} pass{'' if n_passes == 1 else 'es'} over X of its own"
         else:
             from wideml.estimators.gram.cv import cross_validate_refit
 
-            # lfl: wrapped in its classifier, as `wideml fit` does; each finished fold is checkpointed
+            # each finished split is checkpointed
             errors = cross_validate_refit(name, lambda n_train, name=name: _build(name, args, n_train), store, args.folds, args.seed,
-                                          index=names.index(name))
-        results[name] = {"fold_errors": errors.tolist(), "error": float(errors.mean()), "std": float(errors.std())}
-        print(f"{name:<10} {'-':>7} {results[name]['error']:>8.4f}   (fixed dimension; sd over folds {results[name]['std']:.4f})")
+                                          index=names.index(name), n_repeats=args.repeats)
+            extra, cost = {}, "a fit per split"
+        results[name] = {"fold_errors": errors.tolist(), "error": float(errors.mean()), "std": float(errors.std()),
+                         "cv": _cv_name(args), "n_splits": len(errors)} | extra
+        print(f"{name:<10} {'-':>7} {results[name]['error']:>8.4f}   (fixed dimension, {_cv_name(args)}: sd over the "
+              f"{len(errors)} splits {results[name]['std']:.4f}; {cost})")
     return results

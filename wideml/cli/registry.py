@@ -16,7 +16,7 @@ class Method:
     description: str
     build: Callable[..., object]
     classifier: str = "lda"
-    gram_based: bool = True  #: has a dimension to cross-validate from the Gram (``wideml cv``)
+    gram_based: bool = True  #: every fold and dimension cross-validated from the one pass of ``wideml cv`` (Gram, random products)
     wrap_classifier: bool = True  #: ``wideml fit`` wraps the embedding in an EmbeddingClassifier
 
 
@@ -61,6 +61,12 @@ def _lfl(**kw):
     return LFL(kw.get("n_components"), robust_first=kw.get("robust_lfl", False), random_state=kw.get("seed") or 0)
 
 
+def _rp(**kw):
+    from wideml.estimators.rp import RP
+
+    return RP(kw.get("n_components"), random_state=kw.get("seed") or 0, precision=kw.get("precision") or "auto")
+
+
 def _encoder(**kw):
     from wideml.estimators.encoder.estimator import EncoderClassifier
 
@@ -101,7 +107,8 @@ METHODS: dict[str, Method] = {
     "qoq": Method("qoq", "QOQ: centroid differences + per-class principal directions, then QDA", _qoq, "qda"),
     "pca": Method("pca", "PCA of the pooled-centred data, then LDA", _pca),
     "rrlda": Method("rrlda", "reduced-rank LDA (class-centred PCA), then LDA", _rrlda),
-    "lfl": Method("lfl", "LFL: centroid differences + very sparse random projections (one pass), then LDA", _lfl, "lda", False),
+    "lfl": Method("lfl", "LFL: centroid differences + very sparse random projections (one pass), then LDA", _lfl),
+    "rp": Method("rp", "RP: Gaussian random projection (one pass), then LDA", _rp),
     "encoder": Method("encoder", "multi-kernel encoder (X-to-U kernels to the class means), then LDA", _encoder, "lda", False, False),
     "kpca-nca": Method("kpca-nca", "KPCA trick + NCA, then 1-NN", _kpca("nca"), "1nn", False, False),
     "kpca-lmnn": Method("kpca-lmnn", "KPCA trick + LMNN, then 1-NN", _kpca("lmnn"), "1nn", False, False),

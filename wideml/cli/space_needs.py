@@ -126,7 +126,14 @@ def cv_needs(args: argparse.Namespace) -> list[Need]:
     needs = []
     if getattr(args, "output", None):
         methods = max(1, len(str(args.methods).split(",")))
-        nbytes = CV_REPORT_BYTES + 32 * methods * int(args.folds) * int(args.max_dim or 20)
+        repeats = int(getattr(args, "repeats", 1) or 1)
+        n = 0
+        if getattr(args, "store", None):  # out-of-fold predictions: n_samples codes per method, dimension and round
+            from wideml.storage import open_store
+
+            n = open_store(args.store).n_samples
+        dims = args.max_dim if isinstance(args.max_dim, int) else (n if args.max_dim == "rank" else 20)
+        nbytes = CV_REPORT_BYTES + methods * dims * repeats * (32 * int(args.folds) + 8 * n)
         needs.append((os.path.dirname(args.output), nbytes, f"the report {os.path.basename(args.output)}"))
     if getattr(args, "plot", None):
         needs.append((os.path.dirname(args.plot), CV_PLOT_BYTES, f"the plot {os.path.basename(args.plot)}"))

@@ -10,6 +10,7 @@ from wideml.estimators.class_sizes import check_classifier_labels, fit_classifie
 from wideml.estimators.gram.lol import LOL
 from wideml.estimators.gram.projector import GramProjector
 from wideml.estimators.lfl import LFL
+from wideml.estimators.rp import RP
 from wideml.estimators.params import NONE, CheckedParams, Options, Satisfies
 from wideml.exceptions import WidemlError
 from wideml.inputs.door import fit_input
@@ -29,7 +30,7 @@ def make_classifier(name: str):
 
 
 def _is_projector(value) -> bool:
-    return isinstance(value, (GramProjector, LFL))
+    return isinstance(value, (GramProjector, LFL, RP))
 
 
 class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -53,7 +54,7 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
     """
 
     _parameter_constraints = {
-        "embedding": [Satisfies(_is_projector, "a LOL, PCA, RRLDA or LFL instance"), NONE],
+        "embedding": [Satisfies(_is_projector, "a LOL, PCA, RRLDA, LFL or RP instance"), NONE],
         "classifier": [Options(*CLASSIFIERS)],
     }
 
@@ -96,7 +97,7 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
             d = int(emb.n_components)
         elif hasattr(emb, "_default_components"):
             d = int(emb._default_components(data))
-        else:  # LFL: the number of classes
+        else:  # LFL, RP: the number of classes
             d = data.n_classes
         check_classifier_labels(self.classifier, data.classes, data.codes, d, rank_bound=data.n_features)
 

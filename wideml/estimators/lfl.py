@@ -1,4 +1,12 @@
-"""LFL: LOL's centroid differences plus very sparse random projections, fitted in one pass."""
+"""LFL: LOL's centroid differences plus very sparse random projections, fitted in one pass.
+
+The random columns are nested in d: column j of R depends only on (random_state,
+feature index, j) (:func:`wideml.passes.keyed_random.sparse_sign_columns`), so
+the LFL with d components is the first d columns of any LFL with more, and
+:func:`wideml.cross_validate_dims` scores every d from one pass. Models saved
+before the columns were nested carry no ``random_columns`` state and keep
+their own projection ("tiles", :func:`~wideml.passes.keyed_random.sparse_sign_rows`).
+"""
 
 from __future__ import annotations
 
@@ -17,10 +25,19 @@ from wideml.estimators.params import BOOLEAN, NONE, POSITIVE_INT, PRECISION, SEE
 from wideml.runner.workdir import work_array
 from wideml.passes.chunkmath import check_precision, resolve_precision
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
-from wideml.passes.keyed_random import lfl_density
+from wideml.passes.keyed_random import SPARSE_SCHEMES, lfl_density
 from wideml.passes.lfl import LflPass, lfl_components, lfl_project_pass
 from wideml.passes.spec import Pass
 from wideml.storage.labels import classes_from_model
+from wideml.exceptions import WidemlError
+
+
+def _sparse_scheme(value) -> str:
+    """A model's ``random_columns`` state, checked: a scheme this version generates."""
+    if value not in SPARSE_SCHEMES:
+        raise WidemlError(f"this LFL model's random projection is of kind {value!r}, which this version of wideml cannot "
+                          f"regenerate (it knows {', '.join(SPARSE_SCHEMES)}); load it with the wideml that saved it, or refit.")
+    return str(value)
 
 
 class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
@@ -29,8 +46,10 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
     A = [unit centroid differences mu_(1) - mu_(i) (K-1 columns, reference =
     most populous class), R], where R (p x (d-K+1)) is a very sparse random
     projection (Li, Hastie & Church 2006): entries +-1/sqrt(density) with
-    probability density/2 each, generated from (random_state, feature index),
-    so it is never stored and does not depend on the chunking.
+    probability density/2 each, generated from (random_state, feature index,
+    column), so it is never stored, does not depend on the chunking, and is
+    nested in d (the first d columns of a larger LFL's R are this one's).
+    With d < K - 1 only the first d centroid differences are kept.
 
     Parameters
     ----------
@@ -61,6 +80,9 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
         Lazy: generated chunk by chunk when read, never stored.
     centroids_ : ndarray or dask array of shape (n_classes, n_features)
     density_ : float
+    random_columns_ : str
+        How R is generated: "columns" (nested in d); "tiles" for models saved
+        before LFL's columns were nested (loaded with their own projection).
     precision_ : str
         The working precision the fit used ("float32" or "float64").
     classes_, n_features_in_, n_components_, offset_
@@ -122,7 +144,7 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
             arrays = {FEATURE_MEAN: ((p,), (w,)), CLASS_MEANS: ((K, p), (K, w)), CLASS_MEDIANS: ((K, p), (K, w))}
             group = passes.model_group(arrays)
         st = passes.run(LflPass(data.X, data.codes, K, n_random=k, seed=int(self.random_state), density=density,
-                                robust=bool(self.robust_first), out_group=group, precision=precision),
+                                robust=bool(self.robust_first), out_group=group, precision=precision, scheme="columns"),
                         "class statistics and sparse projection")
         group = passes.settle(group)  # a resumable fit's group, out of the work directory (removed once the fit succeeds)
         Dm = centroid_differences(data.codes, K, st["CC"])[:, :n_deltas]
@@ -139,6 +161,7 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
         self.n_features_in_ = p
         self.n_components_ = d
         self.density_ = density
+        self.random_columns_ = "columns"
         self.precision_ = precision
         self.solver_ = "lfl"
         passes.record()
@@ -151,7 +174,8 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
     def components_(self):
         check_is_fitted(self, "_Dm")
         return lfl_components(self.centroids_, self._Dm, n_features=self.n_features_in_, n_random=self.n_components_ - self._Dm.shape[1],
-                              seed=int(self.random_state), density=self.density_, chunk=self._chunk).T
+                              seed=int(self.random_state), density=self.density_, chunk=self._chunk,
+                              scheme=self.random_columns_).T
 
     def transform(self, X):
         """Embed X in **one pass** over X.
@@ -170,7 +194,8 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
         check_precision(self.precision)
         Xd = predict_input(X, self.n_features_in_, "LFL", layout=getattr(self, "feature_layout_", None))
         return run_new_data(Pass(lambda: lfl_project_pass(Xd, self.centroids_, self._Dm, n_random=self.n_components_ - self._Dm.shape[1],
-                                                          seed=int(self.random_state), density=self.density_, precision=self.precision)),
+                                                          seed=int(self.random_state), density=self.density_, precision=self.precision,
+                                                          scheme=self.random_columns_)),
                             "LFL transform: one pass", offset=self.offset_)
 
     def fit_transform(self, X, y=None, **fit_params):
@@ -184,6 +209,7 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
         state("density_", "density", save=float),
         state("_chunk", "chunk", load=int),
         state("solver_"),
+        state("random_columns_", load=_sparse_scheme, default="tiles"),  # models saved before the nested columns: their own R
         state("precision_", default="float64"),  # models saved before the precision option ran in float64
         state("n_fit_passes_", default=lambda cls: cls.n_fit_passes),  # every LFL fit makes its one pass
         array("classes_", load=classes_from_model),  # text classes: zarr reads StringDType, back to <U

@@ -163,7 +163,8 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
     spatial = None
     y = labels_of(X, y)
     if isinstance(X, FeatureStore):
-        source = {"store": str(X.path), "format": X.format}
+        # a store on an object store is named by "url": its fits are not checkpointed (no fingerprint of its objects yet)
+        source = {"store": str(X.path), "format": X.format} if X.is_local else {"url": str(X.path), "format": X.format}
         spatial = X.spatial
         layout = with_space(layout, spatial, X.feature_ids, X.feature_table)
         X = X.X
@@ -307,9 +308,9 @@ def _store_reader(X: da.Array):
 
 
 def store_path(X: Any) -> str | None:
-    """Absolute path of the feature store X is (or whose own X it is, before any rechunking), else None."""
+    """Absolute path of the feature store X is (or whose own X it is, before any rechunking), else None (and for a store on an object store)."""
     if isinstance(X, FeatureStore):
-        return str(Path(X.path).resolve())
+        return str(Path(X.path).resolve()) if X.is_local else None
     if isinstance(X, da.Array):
         reader = _store_reader(X)
         return str(Path(reader.path).resolve()) if reader is not None else None

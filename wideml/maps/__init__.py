@@ -9,8 +9,11 @@ medians, the mean difference, the LDA weight map in feature space):
   stored affine), else ``<name>.npy`` (float64, shape (n_features,));
 - ``<name>.png``: a panel of slices (nilearn's ``plot_stat_map`` when
   installed, else matplotlib), or the values against the feature index;
-- ``<name>_top.tsv`` when the store had ``feature_ids``: the top-N features
-  by |weight| (rank, feature_id, weight);
+- ``<name>_top.tsv`` when the store had ``feature_ids`` (or a genome feature
+  table): the top-N features by |weight| (rank, feature_id, weight; for
+  genotype stores also chrom, pos, allele_1, allele_2 before the weight);
+- the files of the model's feature-table space (:mod:`wideml.maps.spaces`),
+  e.g. ``<name>_manhattan.png`` for genotype stores (:mod:`wideml.maps.genome`);
 - ``maps.json``: each map's meaning, sign convention and files (the
   discriminant weight maps with their ``intercept`` b, so that
   ``decision_function(X) = X @ w + b`` can be computed from the files), and
@@ -18,6 +21,14 @@ medians, the mean difference, the LDA weight map in feature space):
 
 Sign convention: positive = higher in the second class (``classes_[1]``);
 see :mod:`wideml.maps.model_maps`.
+
+Memory: the maps are written block by block of features
+(:mod:`wideml.maps.blocks`): each block of the model's p-sized arrays is read
+once for all maps, and every output is streamed (:mod:`wideml.maps.outputs`),
+so peak memory does not grow with p beyond the model's own in-memory parts
+(a NIfTI reference's grid-sized boolean mask, feature ids, a feature table).
+A model whose feature table has a space writer (:mod:`wideml.maps.spaces`)
+also hands that writer each whole map, one map at a time, as its protocol asks.
 """
 
 from __future__ import annotations
@@ -28,12 +39,14 @@ from pathlib import Path
 import numpy as np
 
 from wideml.exceptions import ConfigError
-from wideml.maps.files import reference_from, write_manifest, write_top_tsv, write_values
+from wideml.maps.blocks import block_ranges, block_size
+from wideml.maps.files import reference_from, top_columns, write_manifest
 from wideml.maps.model_maps import SIGN_CONVENTION, model_maps
-from wideml.maps.plot import draw_panel, resolve_plotter
-from wideml.maps.spaces import space_files
+from wideml.maps.outputs import MapOutputs
+from wideml.maps.plot import resolve_plotter
+from wideml.maps.spaces import SPACE_WRITERS, space_files
 from wideml.models.persistence import estimator_layout, load_model
-from wideml.storage.atomic import atomic_output, check_output
+from wideml.storage.atomic import atomic_output, check_output, refuse_url_output
 from wideml.storage.model_space import layout_feature_ids, layout_feature_table, layout_spatial
 
 
@@ -79,6 +92,7 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
         notes = ["matplotlib is not installed, so no PNG panels were drawn; install it with `pip install wideml[plot]`."]
     else:
         notes = []
+    refuse_url_output(out_dir)  # never a local folder named 's3:'
     out_dir = Path(out_dir).expanduser().absolute()
     check_output(out_dir, overwrite)  # before loading anything
     if isinstance(model, (str, os.PathLike)):
@@ -90,45 +104,39 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
         spatial = reference_from(reference, maps.n_features)
     ids = layout_feature_ids(layout)
     table = layout_feature_table(layout)
+    columns = top_columns(table)
+    for length in maps.reader.lengths():
+        if length != maps.n_features:
+            raise ConfigError(f"the model's p-sized arrays hold {length} features but the model has {maps.n_features}; "
+                              "the model is corrupt — refit it.")
     entries, written = [], []
     with atomic_output(out_dir, overwrite, workers_write=False) as tmp:
         tmp.mkdir()
-        for fmap in maps.maps:
-            values = np.asarray(fmap.load(), dtype=np.float64).ravel()
-            if values.shape != (maps.n_features,) or not np.all(np.isfinite(values)):
-                raise ConfigError(f"the model's map {fmap.name} has {'non-finite values' if values.size == maps.n_features else f'{values.size} values'} "
-                                  f"for {maps.n_features} features; the model is corrupt — refit it.")
-            files = [write_values(tmp, fmap.name, values, spatial)]
-            if ids is not None:
-                files.append(write_top_tsv(tmp, fmap.name, values, ids, int(top)))
-            files += space_files(tmp, fmap.name, values, table, plotter)
-            if plotter is not None:
-                draw_panel(tmp / f"{fmap.name}.png", values, spatial, f"{maps.model}: {fmap.name}", plotter)
-                files.append(f"{fmap.name}.png")
-            entries.append(_entry(fmap, values, files, spatial, ids))
-            written += files
+        outputs: list[MapOutputs] = []
+        try:
+            for fmap in maps.maps:
+                outputs.append(MapOutputs(tmp, fmap, spatial, ids, columns, int(top), plotter))
+            spans = list(block_ranges(maps.n_features, block_size(maps.n_features, maps.reader.chunk())))
+            for lo, hi in spans:
+                for fmap, out in zip(maps.maps, outputs):
+                    out.add(lo, fmap.block(lo, hi))
+            for fmap, out in zip(maps.maps, outputs):
+                files = out.finish()
+                if table is not None and table.kind in SPACE_WRITERS:  # the writer's protocol takes the whole map (one at a time)
+                    whole = np.concatenate([fmap.block(lo, hi) for lo, hi in spans])
+                    files += space_files(tmp, fmap.name, whole, table, plotter)
+                    del whole
+                files += out.draw(f"{maps.model}: {fmap.name}")
+                entries.append(out.entry(files))
+                written += files
+        finally:
+            for out in outputs:
+                out.close()
         doc = {"model": maps.model, "model_path": getattr(model, "model_path_", None), "classes": maps.classes,
                "n_features": maps.n_features, "sign_convention": SIGN_CONVENTION,
                "space": _space_doc(spatial), "feature_table": table.describe() if table is not None else None, "maps": entries, "notes": maps.notes + notes}
         written.append(write_manifest(tmp, doc))
     return [out_dir / name for name in written]
-
-
-def _entry(fmap, values: np.ndarray, files: list[str], spatial, ids) -> dict:
-    peak = int(np.argmax(np.abs(values)))
-    entry = {"name": fmap.name, "kind": fmap.kind, "meaning": fmap.meaning, "files": files,
-             "max_abs": float(abs(values[peak])), "peak_feature": peak}
-    if fmap.flipped is not None:
-        entry["flipped"] = fmap.flipped
-    if fmap.intercept is not None:
-        entry["intercept"] = fmap.intercept  # b of decision_function(X) = X @ w + b
-    if spatial is not None:
-        voxel = np.unravel_index(int(spatial.flat_index()[peak]), spatial.grid_shape)
-        entry["peak_voxel"] = [int(v) for v in voxel]
-        entry["peak_world"] = [float(v) for v in (spatial.affine @ np.array([*voxel, 1.0]))[:3]]
-    if ids is not None:
-        entry["peak_feature_id"] = str(ids[peak])
-    return entry
 
 
 def _space_doc(spatial) -> dict | None:

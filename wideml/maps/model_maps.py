@@ -1,7 +1,11 @@
 """The p-sized results of a fitted model, as named feature-space maps (no pass over X).
 
 :func:`model_maps` lists every map a model can give, each a vector of shape
-(n_features,) computed on demand (one map in memory at a time):
+(n_features,) computed on demand, block by block (:meth:`FeatureMap.block`:
+the values of features ``lo:hi``, read through one
+:class:`~wideml.maps.blocks.BlockReader` per model, so that all the maps of a
+block come from one read of the model's p-sized arrays; :meth:`FeatureMap.load`
+gives the whole vector, for small models and tests):
 
 - ``direction_<j>``: the j-th loading direction (column j of
   ``components_.T``), for LOL, QOQ, PCA, rrLDA and LFL (and the embedding of
@@ -41,6 +45,7 @@ import numpy as np
 
 from wideml.estimators.classifier import EmbeddingClassifier
 from wideml.exceptions import ConfigError
+from wideml.maps.blocks import BlockReader
 from wideml.runtime import compute
 
 
@@ -61,8 +66,11 @@ class FeatureMap:
         "direction", "class_mean", "class_median", "centroid", "mean_difference" or "discriminant_weights".
     meaning : str
         One sentence for the manifest.
-    load : callable
-        Returns the values, ndarray of float64 of shape (n_features,).
+    values : callable
+        ``values(lo, hi)``: the values of features ``lo:hi``, ndarray of float64 of
+        shape (hi - lo,); every value equals the whole vector's (elementwise
+        or per-feature arithmetic only).
+    n_features : int
     flipped : bool or None
         Whether the model's sign was flipped (directions only).
     intercept : float or None
@@ -72,9 +80,18 @@ class FeatureMap:
     name: str
     kind: str
     meaning: str
-    load: Callable[[], np.ndarray]
+    values: Callable[[int, int], np.ndarray]
+    n_features: int
     flipped: bool | None = None
     intercept: float | None = None
+
+    def block(self, lo: int, hi: int) -> np.ndarray:
+        """The values of features ``lo:hi``, float64 of shape (hi - lo,) (no pass over X; reads that block of the model's arrays)."""
+        return np.asarray(self.values(lo, hi), dtype=np.float64).reshape(-1)
+
+    def load(self) -> np.ndarray:
+        """The whole map, float64 of shape (n_features,) (O(p) memory: :func:`wideml.maps.write_maps` walks blocks instead)."""
+        return self.block(0, self.n_features)
 
 
 @dataclass
@@ -86,6 +103,7 @@ class ModelMaps:
     n_features: int
     maps: list[FeatureMap] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    reader: BlockReader = field(default_factory=BlockReader, repr=False)
 
 
 def _dense(values) -> np.ndarray:
@@ -168,7 +186,7 @@ def lda_feature_intercepts(offset: np.ndarray, coef: np.ndarray, intercept: np.n
 
 
 def model_maps(model) -> ModelMaps:
-    """Every p-sized map of a fitted model (values computed only when a map's ``load`` is called).
+    """Every p-sized map of a fitted model (values computed only when a map's ``block`` or ``load`` is called).
 
     Parameters
     ----------
@@ -204,16 +222,40 @@ def model_maps(model) -> ModelMaps:
     return out
 
 
+def _f64(values) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64)
+
+
+class _Whole:
+    """A product of in-memory arrays, (k, p), computed whole on first read (the model's arrays are in memory already)."""
+
+    def __init__(self, make: Callable[[], np.ndarray], shape: tuple[int, int]):
+        self._make, self.shape, self._value = make, shape, None
+
+    def __getitem__(self, key):
+        if self._value is None:
+            self._value = np.asarray(self._make())
+        return self._value[key]
+
+
+def _product(make: Callable, source, shape: tuple[int, int]):
+    """``make()`` as the maps read it: lazy for a dask ``source`` (each block computes the same chunk products a whole
+    compute would, so values do not depend on the block size), else computed whole once."""
+    return make() if hasattr(source, "dask") else _Whole(make, shape)
+
+
 def _add_directions(out: ModelMaps, est, codes: np.ndarray) -> None:
     signs = direction_signs(est.embedding_, codes, len(out.classes))
     kinds = list(getattr(est, "component_kinds_", None) or ["direction"] * len(signs))
+    reader, A = out.reader, est.components_  # (d, p)
+    reader.add(A)
     for j, sign in enumerate(signs):
         kind = kinds[j] if j < len(kinds) else "direction"
         what = {"delta": "a class-centre difference", "eigen": "a second-moment eigen-direction"}.get(kind, "a loading direction")
         out.maps.append(FeatureMap(
             f"direction_{j + 1}", "direction",
             f"loading direction {j + 1} of {type(est).__name__} ({what}), oriented so that the second class scores higher along it",
-            lambda j=j, sign=sign: sign * _dense(est.components_[j]), flipped=bool(sign < 0)))
+            lambda lo, hi, j=j, sign=sign: sign * _f64(reader.rows(A, lo, hi)[j]), out.n_features, flipped=bool(sign < 0)))
 
 
 def _centres(est) -> list:
@@ -230,26 +272,31 @@ def _add_centres(out: ModelMaps, est, codes: np.ndarray) -> None:
         out.notes.append("the model keeps no class means (it was fitted on in-memory data), so no class-mean or mean-difference "
                          "maps are written; fit on a feature store to get them.")
         return
+    reader, p = out.reader, out.n_features
     for kind, arr in centres:
+        reader.add(arr)
         word = "median" if kind == "class_median" else "mean"
         for k, label in enumerate(out.classes):
             out.maps.append(FeatureMap(f"class_{word}_{safe_label(label)}", kind, f"class {word} of class {label!r} (not flipped)",
-                                       lambda k=k, arr=arr: _dense(arr[k])))
+                                       lambda lo, hi, k=k, arr=arr: _f64(reader.rows(arr, lo, hi)[k]), p))
     kind, centres = centres[0]  # the difference: of the means when the model keeps them
     word = "median" if kind == "class_median" else "mean"
     K = len(out.classes)
     if K == 2:
         out.maps.append(FeatureMap("mean_difference", "mean_difference",
                                    f"class {word} of {out.classes[1]!r} minus class {word} of {out.classes[0]!r} "
-                                   "(positive = higher in the second class)", lambda: _dense(centres[1]) - _dense(centres[0])))
+                                   "(positive = higher in the second class)",
+                                   lambda lo, hi: _f64(reader.rows(centres, lo, hi)[1]) - _f64(reader.rows(centres, lo, hi)[0]), p))
     elif K > 2:
         weights = np.bincount(codes, minlength=K).astype(np.float64) if codes.size else np.ones(K)
         weights /= weights.sum()
+        pooled = _product(lambda: (weights @ centres)[None, :], centres, (1, p))  # (1, p), chunk by chunk as a whole product
+        reader.add(pooled)
         for k, label in enumerate(out.classes):
             out.maps.append(FeatureMap(
                 f"mean_difference_{safe_label(label)}", "mean_difference",
                 f"class {word} of {label!r} minus the pooled training {word} (class {word}s weighted by class size)",
-                lambda k=k: _dense(centres[k]) - _dense(weights @ centres)))
+                lambda lo, hi, k=k: _f64(reader.rows(centres, lo, hi)[k]) - _f64(reader.rows(pooled, lo, hi)[0]), p))
 
 
 def _add_discriminant(out: ModelMaps, model) -> None:
@@ -259,22 +306,23 @@ def _add_discriminant(out: ModelMaps, model) -> None:
                          "there is no single linear weight map; none is written.")
         return
     emb = model.embedding_
-    cache: dict = {}
+    reader, A, p = out.reader, emb.components_, out.n_features
+    coef = np.asarray(clf.coef_, dtype=np.float64)
+    W_T = _product(lambda: (A.T @ coef.T).T, A, (coef.shape[0], p))  # (k, p): W of lda_feature_weights, transposed
+    reader.add(W_T)
     b = lda_feature_intercepts(emb.offset_, clf.coef_, clf.intercept_)
 
-    def weights(col: int) -> np.ndarray:
-        if "W" not in cache:
-            cache["W"], _ = lda_feature_weights(emb.components_.T, emb.offset_, clf.coef_, clf.intercept_)
-        return cache["W"][:, col]
+    def weights(lo: int, hi: int, col: int) -> np.ndarray:
+        return _f64(reader.rows(W_T, lo, hi)[col])
 
     if clf.coef_.shape[0] == 1:
         out.maps.append(FeatureMap("discriminant_weights", "discriminant_weights",
                                    f"feature-space weights w of the LDA decision function (decision_function(X) = X @ w + b, "
                                    f"b = this entry's intercept; X the raw features; positive favours {out.classes[1]!r})",
-                                   lambda: weights(0), intercept=float(b[0])))
+                                   lambda lo, hi: weights(lo, hi, 0), p, intercept=float(b[0])))
         return
     for k, label in enumerate(out.classes):
         out.maps.append(FeatureMap(f"discriminant_weights_{safe_label(label)}", "discriminant_weights",
                                    f"feature-space weights of the LDA decision function for class {label!r} "
                                    f"(column {k} of decision_function(X) = X @ W + b, with this entry's intercept as b[{k}]; "
-                                   "X the raw features)", lambda k=k: weights(k), intercept=float(b[k])))
+                                   "X the raw features)", lambda lo, hi, k=k: weights(lo, hi, k), p, intercept=float(b[k])))

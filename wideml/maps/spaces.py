@@ -22,12 +22,18 @@ from pathlib import Path
 
 import numpy as np
 
+from wideml.maps.genome import write_genome
+from wideml.maps.surface import write_cifti, write_gifti
 from wideml.storage.feature_table import FeatureTable
 
 SpaceWriter = Callable[[Path, str, np.ndarray, FeatureTable, "str | None"], list[str]]
 
 #: Feature-table kind -> writer of one map in that space.
-SPACE_WRITERS: dict[str, SpaceWriter] = {}
+SPACE_WRITERS: dict[str, SpaceWriter] = {
+    "cifti": write_cifti,  # <name>.dscalar.nii on the training brain-model axis (wideml.maps.surface)
+    "gifti": write_gifti,  # <name>.func.gii per hemisphere (wideml.maps.surface)
+    "genome": write_genome,  # <name>_manhattan.png (wideml.maps.genome); top tables get chrom/pos/alleles (maps.files.TOP_COLUMNS)
+}
 
 
 def space_files(folder: Path, name: str, values: np.ndarray, table: FeatureTable | None, plotter: str | None) -> list[str]:

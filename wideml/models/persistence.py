@@ -34,25 +34,29 @@ from wideml.estimators.kernel.kernel_lol import KernelLOL
 from wideml.estimators.kernel.kpca import KernelPCA
 from wideml.estimators.kernel.kpca_trick import DNE, LMNN, KPCATrick
 from wideml.estimators.lfl import LFL
+from wideml.estimators.rp import RP
 from wideml.estimators.gram.lol import LOL, PCA, RRLDA
+from wideml.estimators.regression import LOLRegressor
 from wideml.exceptions import StoreError, WidemlError
 from wideml.storage.layout import FeatureLayout, layout_from_attrs
 from wideml.models.store import qualified_name, read_model_attrs, write_model
 from wideml.models.schema_checks import ModelSchema, SchemaViolation, check_model_contents, check_state
 from wideml.storage.model_space import SpaceViolation, read_model_space, read_model_table, with_space
+from wideml.storage.urls import is_url, local_output, local_path_of
 
 #: The model classes a model store may name at its top level, by the qualified name wideml writes.
-MODEL_CLASSES: dict[str, type] = {qualified_name(c): c for c in (LOL, PCA, RRLDA, LFL, EmbeddingClassifier, EncoderClassifier,
-                                                                KernelPCA, KPCATrick, KernelLOL)}
+MODEL_CLASSES: dict[str, type] = {qualified_name(c): c for c in (LOL, PCA, RRLDA, LFL, RP, EmbeddingClassifier, EncoderClassifier,
+                                                                KernelPCA, KPCATrick, KernelLOL, LOLRegressor)}
 
 #: Schema table of each model class (EmbeddingClassifier: its embedding's, see EMBEDDINGS).
 MODEL_SCHEMAS: dict[type, ModelSchema] = {
-    LOL: schemas.GRAM_PROJECTOR, PCA: schemas.GRAM_PROJECTOR, RRLDA: schemas.GRAM_PROJECTOR, LFL: schemas.LFL,
+    LOL: schemas.GRAM_PROJECTOR, PCA: schemas.GRAM_PROJECTOR, RRLDA: schemas.GRAM_PROJECTOR, LFL: schemas.LFL, RP: schemas.RP,
     EncoderClassifier: schemas.ENCODER, KernelPCA: schemas.KERNEL_PCA, KPCATrick: schemas.KPCA_TRICK, KernelLOL: schemas.KERNEL_EMBEDDING,
+    LOLRegressor: schemas.LOL_REGRESSOR,
 }
 
 #: Embeddings an EmbeddingClassifier may hold (its ``embedding`` parameter and ``embedding_class`` state).
-EMBEDDINGS: dict[str, type] = {qualified_name(c): c for c in (LOL, PCA, RRLDA, LFL)}
+EMBEDDINGS: dict[str, type] = {qualified_name(c): c for c in (LOL, PCA, RRLDA, LFL, RP)}
 
 #: Parameters that may hold an estimator, per class, and the classes allowed there.
 NESTED_PARAMS: dict[type, dict[str, dict[str, type]]] = {
@@ -92,6 +96,7 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False, p
     feature ids (``feature_ids`` array) when it had them
     (:mod:`wideml.storage.model_space`).
     """
+    path = local_output(path)  # a file:// URL is the local path it names; any other URL is refused
     name = qualified_name(type(estimator))
     if MODEL_CLASSES.get(name) is not type(estimator) or not hasattr(estimator, "_model_state"):
         raise StoreError(f"{type(estimator).__name__} cannot be saved as a wideml model; save one of "
@@ -188,6 +193,10 @@ def _refusal(path: Path, problem: str) -> StoreError:
                       "refit it (wideml loads only the classes, parameters and arrays it writes).")
 
 
+def _refuse_model_url(url: str):
+    raise StoreError(f"reading model files from object stores is not supported yet ({url} is a URL); copy the model locally.")
+
+
 def load_model(path: str | os.PathLike):
     """Load a model saved by :func:`save_model`; p-sized arrays stay on disk (read lazily).
 
@@ -201,8 +210,11 @@ def load_model(path: str | os.PathLike):
     ------
     StoreError
         If the path is missing, is not a model, was written by a newer schema,
-        or holds anything a wideml model does not (one sentence naming it).
+        or holds anything a wideml model does not (one sentence naming it);
+        or if it is a URL other than ``file://`` (models are read from local files only, for now).
     """
+    if is_url(path):
+        path = local_path_of(path) or _refuse_model_url(path)
     path = Path(path).expanduser().resolve()
     attrs, group = read_model_attrs(path)
     all_chunks = attrs.get("chunks_complete") is True

@@ -41,7 +41,7 @@ GRAM_PROJECTOR = ModelSchema(
 
 LFL = ModelSchema(
     state={"n_features_in": "int", "n_components": "int", "density": "float", "chunk": "int", "solver": "str", "precision?": "str",
-           "n_fit_passes?": "int"},
+           "n_fit_passes?": "int", "random_columns?": "str"},  # random_columns: absent from models saved before LFL's R was nested
     arrays={
         "classes": _CLASSES,
         "train_codes": _TRAIN_CODES,
@@ -51,6 +51,17 @@ LFL = ModelSchema(
         "centroids": ArraySpec(("n_classes", "n_features"), p_sized=True),
     },
     dims={"n_features_in": "n_features", "n_components": "n_components", "chunk": "chunk"},
+)
+
+RP = ModelSchema(
+    state={"n_features_in": "int", "n_components": "int", "precision": "str", "n_fit_passes?": "int"},
+    arrays={
+        "classes": _CLASSES,
+        "train_codes": _TRAIN_CODES,
+        "offset": ArraySpec(("n_components",)),
+        "embedding": ArraySpec(("n_train", "n_components")),
+    },
+    dims={"n_features_in": "n_features", "n_components": "n_components"},
 )
 
 ENCODER = ModelSchema(
@@ -106,3 +117,10 @@ KPCA_TRICK = ModelSchema(state=_KERNEL_STATE, arrays=dict(KERNEL_EMBEDDING.array
 
 #: State of an EmbeddingClassifier: its embedding's class, parameters and state (arrays are the embedding's).
 EMBEDDING_CLASSIFIER_STATE = {"embedding_class": "str", "embedding_params": "dict", "embedding_state": "json"}
+
+#: LOLRegressor: a LOL's model plus the least squares on its embedding and the quantile edges of the training target.
+LOL_REGRESSOR = ModelSchema(
+    state=dict(GRAM_PROJECTOR.state) | {"n_bins": "int", "intercept": "float"},
+    arrays=dict(GRAM_PROJECTOR.arrays) | {"coef": ArraySpec(("n_components",)), "bin_edges": ArraySpec(("n_edges",))},
+    dims=GRAM_PROJECTOR.dims,
+)

@@ -31,7 +31,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from wideml.passes.blocks import feature_stripes, materialise, shared, sub_stripe_width
+from wideml.passes.blocks import NonFiniteError, feature_stripes, materialise, shared, sub_stripe_width
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
 from wideml.passes.outputs import write_output
 from wideml.passes.reduce import Sums, fold_in_lanes, parallel_slots
@@ -138,10 +138,21 @@ def _stripe_stats(block, offset, codes, n_classes, median_sets, dt, keep, owned=
         outputs[CLASS_MEANS] = c + S / np.maximum(counts, 1)[:, None]
         outputs[FEATURE_MEAN] = m if m is not None else means_from_class_sums(c, S, x.shape[0])
     G = as_float64(product(x, x.T, flops=x.shape[0] ** 2 * x.shape[1]))  # SYRK in dt; summed across chunks in float64
+    if not np.isfinite(G).all():  # finite values whose products overflow dt: never a valid Gram
+        raise overflow_error(x, offset, dt)
     r = as_float64(product(x, c.astype(dt)))
     s = float(c @ c)
     meds = tuple((as_float64(product(x, Mc.T.astype(dt))), Mc @ Mc.T) for Mc in medians)
     return Sums({"G": G, "r": r, "s": s, "medians": meds}), outputs
+
+
+def overflow_error(x: np.ndarray, offset: int, dt) -> NonFiniteError:
+    """The sentence for a chunk of finite values (``x``, centred, from feature ``offset`` on) whose products overflow ``dt``."""
+    big = float(np.nanmax(np.abs(x))) if x.size else float("nan")
+    return NonFiniteError(
+        f"the products of X's features {offset}:{offset + x.shape[1]} overflow {np.dtype(dt).name} (values up to {big:.3g} "
+        "after centring); if the store was damaged in a way its codec does not detect, restore it from a copy (stores "
+        "written with --checksum detect such damage on read), else fit with precision='float64' (CLI --precision float64).")
 
 
 def gram_pass(

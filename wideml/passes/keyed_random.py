@@ -71,3 +71,99 @@ def sparse_sign_rows(seed: int, start: int, stop: int, n_cols: int, density: flo
 def lfl_density(n_features: int) -> float:
     """Li, Hastie & Church's recommended density 1/sqrt(p)."""
     return 1.0 / np.sqrt(max(1, n_features))
+
+
+# -- nested in the number of columns: column j depends only on (seed, feature, j) -------------------------------------
+#
+# The generators above fill each tile row by row, so an entry's value depends on how many columns were asked for.
+# The two below fill each tile column by column (column j of a tile takes the draws after those of columns 0..j-1),
+# so the first d columns of a p x k matrix equal the p x d matrix: every d <= k is a prefix (what cross-validation
+# over d needs), and, as above, no value depends on the chunking.
+
+GAUSSIAN_COLUMNS = 103
+SPARSE_SIGN_GAPS = 104
+SPARSE_SIGN_SIGNS = 105
+
+
+def gaussian_columns(seed: int, start: int, stop: int, n_cols: int) -> np.ndarray:
+    """Rows ``start:stop`` of a p x n_cols standard Gaussian matrix (entries N(0, 1)), nested in ``n_cols``.
+
+    Returns
+    -------
+    ndarray of shape (stop - start, n_cols), float64
+        Column j depends only on (seed, feature index, j): the first d columns
+        for ``n_cols = k >= d`` equal the result for ``n_cols = d``.
+    """
+    out = np.empty((stop - start, n_cols))
+    if not n_cols:
+        return out
+    for t in range(start // TILE, -(-stop // TILE)):
+        t0 = t * TILE
+        a, b = max(start, t0), min(stop, t0 + TILE)
+        tile = _tile_generator(seed, GAUSSIAN_COLUMNS, t).standard_normal((n_cols, TILE))  # column j = draws j*TILE ...
+        out[a - start : b - start] = tile[:, a - t0 : b - t0].T
+    return out
+
+
+def _sparse_cells(seed: int, tile: int, n_cols: int, density: float) -> tuple[np.ndarray, np.ndarray]:
+    """(cell indices j * TILE + i, signs) of one tile's non-zero entries in its first ``n_cols`` columns.
+
+    Cells are visited column by column, the gaps between non-zero cells drawn
+    as Geometric(density) (independent Bernoulli(density) cells), the signs
+    from a second stream in the same order: both are prefixes of the draws
+    for any larger ``n_cols``.
+    """
+    cells = TILE * n_cols
+    if cells == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    gen = _tile_generator(seed, SPARSE_SIGN_GAPS, tile)
+    expected = cells * density
+    batch = int(expected + 4 * np.sqrt(expected) + 16)
+    pos, last = [], -1
+    while last < cells:
+        steps = np.cumsum(gen.geometric(density, size=batch)) + last
+        pos.append(steps)
+        last = int(steps[-1])
+    flat = np.concatenate(pos)
+    flat = flat[flat < cells]
+    signs = np.where(_tile_generator(seed, SPARSE_SIGN_SIGNS, tile).random(len(flat)) < 0.5, -1.0, 1.0)
+    return flat.astype(np.int64), signs
+
+
+def sparse_sign_columns(seed: int, start: int, stop: int, n_cols: int, density: float) -> sp.csr_matrix:
+    """Rows ``start:stop`` of a very sparse random projection, nested in ``n_cols`` (Li, Hastie & Church 2006).
+
+    The same distribution as :func:`sparse_sign_rows` (each entry independently
+    +-1/sqrt(density) with probability density/2 each, else 0; E[r^2] = 1),
+    but column j depends only on (seed, feature index, j).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (stop - start, n_cols)
+    """
+    scale = 1.0 / np.sqrt(density)
+    rows, cols, vals = [], [], []
+    for t in range(start // TILE, -(-stop // TILE)):
+        flat, signs = _sparse_cells(seed, t, n_cols, density)
+        c, r = np.divmod(flat, TILE)
+        r = r + t * TILE
+        keep = (r >= start) & (r < stop)
+        rows.append(r[keep] - start)
+        cols.append(c[keep])
+        vals.append(signs[keep] * scale)
+    rows, cols, vals = (np.concatenate(v) if v else np.zeros(0) for v in (rows, cols, vals))
+    return sp.csr_matrix((vals, (rows.astype(np.int64), cols.astype(np.int64))), shape=(stop - start, n_cols))
+
+
+#: How an LFL model's sparse projection was generated: "columns" (nested, :func:`sparse_sign_columns`) or, for
+#: models saved before LFL's columns were nested, "tiles" (:func:`sparse_sign_rows`).
+SPARSE_SCHEMES = ("columns", "tiles")
+
+
+def sparse_projection_rows(seed: int, start: int, stop: int, n_cols: int, density: float, scheme: str = "columns") -> sp.csr_matrix:
+    """LFL's sparse projection rows under ``scheme`` (one of :data:`SPARSE_SCHEMES`)."""
+    if scheme == "columns":
+        return sparse_sign_columns(seed, start, stop, n_cols, density)
+    if scheme == "tiles":
+        return sparse_sign_rows(seed, start, stop, n_cols, density)
+    raise ValueError(f"unknown sparse projection scheme {scheme!r}")

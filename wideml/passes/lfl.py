@@ -3,7 +3,7 @@
 For each feature chunk X_j the task computes the class centroids C_j (means or
 medians, K x p_j; written to the model group), the training-data products
 X_j C_j^T (n x K) and X_j R_j (n x k) with R_j the chunk's rows of the sparse
-projection generated from (seed, feature index), the centroids' Gram
+projection generated from (seed, feature index, column), the centroids' Gram
 C_j C_j^T, and the feature means' products m_j^T C_j^T and m_j^T R_j. Summed
 over chunks these give the whole LFL fit, training embedding included, from
 **one pass**. The projection R is never stored.
@@ -32,7 +32,7 @@ import numpy as np
 from wideml.passes.blocks import aligned_blocks, feature_stripes, materialise, shared
 from wideml.passes.chunkmath import as_float64, centre, class_medians, class_sums, means_from_class_sums, work_dtype
 from wideml.passes.gram import CLASS_MEANS, CLASS_MEDIANS, FEATURE_MEAN
-from wideml.passes.keyed_random import sparse_sign_rows
+from wideml.passes.keyed_random import sparse_projection_rows
 from wideml.passes.outputs import write_output
 from wideml.passes.loadings import add_arrays, centred_product
 from wideml.passes.reduce import Sums, fold_in_lanes, sum_chunk_results, tree_reduce
@@ -71,7 +71,7 @@ _CENTRE_ROWS = 64
 _CENTRE_IN_PLACE = True
 
 
-def _lfl_swept_chunk(block, offset, codes, n_classes, robust, seed, k, density, out_group, inplace):
+def _lfl_swept_chunk(block, offset, codes, n_classes, robust, seed, k, density, out_group, inplace, scheme="columns"):
     """:func:`_lfl_fit_chunk` for float32 products on a float32 chunk, in row tiles: **two sweeps** of the chunk
     from memory (one when ``robust``), no chunk-sized copy.
 
@@ -104,7 +104,7 @@ def _lfl_swept_chunk(block, offset, codes, n_classes, robust, seed, k, density, 
     Yt = np.zeros((n_classes, n), dtype=np.float32)
     Yt[codes, np.arange(n)] = 1
     counts = np.bincount(codes, minlength=n_classes)
-    R = sparse_sign_rows(seed, offset, offset + w, k, density).tocoo()
+    R = sparse_projection_rows(seed, offset, offset + w, k, density, scheme).tocoo()
     cols, inverse = np.unique(R.row, return_inverse=True)  # each touched feature gathered once
     mix = np.zeros((len(cols), k), dtype=np.float32)
     mix[inverse, R.col] = R.data
@@ -167,7 +167,7 @@ def _centroid_offsets(cent: np.ndarray, c64: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.vstack([cent - c64, c64]).T.astype(np.float32))
 
 
-def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, out_group, precision="auto"):
+def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, out_group, precision="auto", scheme="columns"):
     """One chunk of the LFL fit pass (the chunk is read once: part of **one pass** over X).
 
     Parameters
@@ -175,7 +175,7 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
     block : ndarray of shape (n_samples, p_j)
     offset : int
         Global index of the chunk's first feature.
-    codes, n_classes, robust, seed, k, density, out_group
+    codes, n_classes, robust, seed, k, density, out_group, scheme
         As in :func:`lfl_fit_pass` (k = ``n_random``).
     precision : {"auto", "float64", "float32"}
         Working precision of the chunk products.
@@ -192,7 +192,7 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
     dt = work_dtype(block.dtype, precision)
     if block.dtype == np.float32 and dt == np.float32 and block.shape[0] and block.shape[1]:
         inplace = _CENTRE_IN_PLACE and owned and block.flags.c_contiguous and block.flags.writeable
-        swept = _lfl_swept_chunk(block, int(offset), codes, n_classes, robust, seed, k, density, out_group, inplace)
+        swept = _lfl_swept_chunk(block, int(offset), codes, n_classes, robust, seed, k, density, out_group, inplace, scheme)
         if swept is not None:
             return swept
         # NaN/inf (reported below, by feature index) or float32 overflow: redo the chunk in float64
@@ -216,7 +216,7 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
     # One product for X_c (C - c)^T and r = X_c c; X C^T = X_c (C - c)^T + r 1^T + 1 (C c)^T.
     P = as_float64(x @ np.vstack([cent - c, c]).T.astype(dt))
     XC = P[:, :n_classes] + P[:, n_classes:] + (cent @ c)
-    R = sparse_sign_rows(seed, int(offset), int(offset) + x.shape[1], k, density)
+    R = sparse_projection_rows(seed, int(offset), int(offset) + x.shape[1], k, density, scheme)
     XR = _times_sparse(x, R) + _sparse_t_times(R, c)  # X R = X_c R + 1 (R^T c)^T
     stats = {"XC": XC, "CC": cent @ cent.T, "mC": cent @ m, "XR": XR, "mR": _sparse_t_times(R, m)}
     if out_group is None:
@@ -225,7 +225,7 @@ def _lfl_fit_chunk(block, offset, codes, n_classes, robust, seed, k, density, ou
 
 
 def lfl_fit_pass(X: da.Array, codes, n_classes: int, *, n_random: int, seed: int, density: float, robust: bool, out_group: str | None,
-                 precision: str = "auto", checkpoint=None):
+                 precision: str = "auto", checkpoint=None, scheme: str = "columns"):
     """Lazy one-pass LFL fit (**one pass** over X).
 
     Parameters
@@ -250,6 +250,9 @@ def lfl_fit_pass(X: da.Array, codes, n_classes: int, *, n_random: int, seed: int
         Makes the pass resumable (needs ``out_group``): the chunk sums are
         folded in lanes saved at the checkpoint interval, and a chunk a saved
         lane holds is not read again (its centroids are already in ``out_group``).
+    scheme : {"columns", "tiles"}, default "columns"
+        How R is generated (:func:`wideml.passes.keyed_random.sparse_projection_rows`):
+        "columns" is nested in ``n_random``; "tiles" only for models saved before it.
 
     Returns
     -------
@@ -266,7 +269,7 @@ def lfl_fit_pass(X: da.Array, codes, n_classes: int, *, n_random: int, seed: int
     work_dtype(X.dtype, precision)  # validate early
     stripes, offsets = feature_stripes(X, direct=True)
     codes_d = shared(codes)
-    args = [(s, int(o), codes_d, n_classes, robust, seed, n_random, density, out_group, precision) for s, o in zip(stripes, offsets)]
+    args = [(s, int(o), codes_d, n_classes, robust, seed, n_random, density, out_group, precision, scheme) for s, o in zip(stripes, offsets)]
     if checkpoint is not None and out_group is not None:
         total = fold_in_lanes(_lfl_fit_chunk, args, checkpoint=checkpoint)
     else:
@@ -303,7 +306,7 @@ class LflPass(Pass):
         return {name: value for name, value in self.options.items() if name != "out_group"}
 
 
-def _lfl_project_chunk(block, offset, cent_block, Dm, seed, k, density, precision="auto"):
+def _lfl_project_chunk(block, offset, cent_block, Dm, seed, k, density, precision="auto", scheme="columns"):
     """X_j [C_j^T Dm, R_j] (n x d, float64) for one chunk, through :func:`~wideml.passes.loadings.centred_product`.
 
     X W = X_c W + 1 (c^T W) with X_c = X - 1 c^T, c the chunk's feature means
@@ -314,12 +317,13 @@ def _lfl_project_chunk(block, offset, cent_block, Dm, seed, k, density, precisio
     """
     out, x, c = centred_product(block, offset, np.asarray(cent_block, dtype=np.float64).T @ Dm, precision)
     if k:
-        R = sparse_sign_rows(seed, int(offset), int(offset) + x.shape[1], k, density)
+        R = sparse_projection_rows(seed, int(offset), int(offset) + x.shape[1], k, density, scheme)
         out = np.hstack([out, _times_sparse(x, R) + _sparse_t_times(R, c)])
     return out
 
 
-def lfl_project_pass(X: da.Array, centroids, Dm: np.ndarray, *, n_random: int, seed: int, density: float, precision: str = "auto"):
+def lfl_project_pass(X: da.Array, centroids, Dm: np.ndarray, *, n_random: int, seed: int, density: float, precision: str = "auto",
+                     scheme: str = "columns"):
     """Lazy raw projection X [C^T Dm, R] over feature chunks (**one pass** over X).
 
     Parameters
@@ -328,8 +332,8 @@ def lfl_project_pass(X: da.Array, centroids, Dm: np.ndarray, *, n_random: int, s
     centroids : ndarray or dask array of shape (n_classes, n_features)
         Read chunk by chunk, aligned with X's chunks.
     Dm : ndarray of shape (n_classes, n_deltas)
-    n_random, seed, density
-        The sparse projection R (regenerated, never stored).
+    n_random, seed, density, scheme
+        The sparse projection R (regenerated, never stored; ``scheme`` as in :func:`lfl_fit_pass`).
     precision : {"auto", "float64", "float32"}, default "auto"
         Dtype of each chunk's products (on the chunk centred by its own means).
 
@@ -342,11 +346,12 @@ def lfl_project_pass(X: da.Array, centroids, Dm: np.ndarray, *, n_random: int, s
     stripes, offsets = feature_stripes(X, direct=True)
     cents = aligned_blocks(centroids, X.chunks[1], offsets, axis=1)
     task = dask.delayed(_lfl_project_chunk, pure=True)
-    parts = [task(s, int(o), c, Dm, seed, n_random, density, precision) for s, o, c in zip(stripes, offsets, cents)]
+    parts = [task(s, int(o), c, Dm, seed, n_random, density, precision, scheme) for s, o, c in zip(stripes, offsets, cents)]
     return tree_reduce(parts, add_arrays)
 
 
-def lfl_components(centroids, Dm: np.ndarray, *, n_features: int, n_random: int, seed: int, density: float, chunk: int) -> da.Array:
+def lfl_components(centroids, Dm: np.ndarray, *, n_features: int, n_random: int, seed: int, density: float, chunk: int,
+                   scheme: str = "columns") -> da.Array:
     """Lazy dense loadings [C^T Dm, R] (p x d), generated chunk by chunk on demand (never stored)."""
     C = centroids if isinstance(centroids, da.Array) else da.from_array(centroids, chunks=(centroids.shape[0], chunk))
     Ct = C.T.rechunk((chunk, C.shape[0]))
@@ -355,7 +360,7 @@ def lfl_components(centroids, Dm: np.ndarray, *, n_features: int, n_random: int,
         start, stop = block_info[0]["array-location"][0]
         parts = [np.asarray(ct, dtype=np.float64) @ Dm]
         if n_random:
-            parts.append(sparse_sign_rows(seed, start, stop, n_random, density).toarray())
+            parts.append(sparse_projection_rows(seed, start, stop, n_random, density, scheme).toarray())
         return np.hstack(parts)
 
     d = Dm.shape[1] + n_random

@@ -11,7 +11,7 @@ import numpy as np
 import zarr
 from dask.highlevelgraph import HighLevelGraph
 
-from wideml.exceptions import ConfigError
+from wideml.exceptions import ConfigError, WidemlError
 from wideml.inputs.door import store_path
 from wideml.runner.work_reads import WORK_LAYER_PREFIX, checked_reads, member_name
 from wideml.runtime.cluster_check import require_directory
@@ -20,6 +20,7 @@ from wideml.runtime.owned_names import WORK_FOLDER_PREFIX, is_work_folder_name, 
 from wideml.runtime.ownership import create_claimed, sweep
 from wideml.runtime.preflight import require_free_space, require_writable
 from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
+from wideml.storage.urls import is_url, local_path_of
 
 
 def array_specs(arrays: dict) -> list[tuple[str, tuple[int, ...], tuple[int, ...], np.dtype]]:
@@ -157,6 +158,8 @@ def resolve_workdir(workdir: str | os.PathLike | None) -> str:
         ``wideml.workdir`` (CLI ``--workdir``), and if that is unset the
         system temporary directory. A relative path is taken from the current
         directory *now*, so the graphs built on it never carry a relative path.
+        A ``file://`` URL is the local path it names; any other URL
+        (``s3://...``) is refused: it is never joined to the working folder.
 
     Returns
     -------
@@ -174,7 +177,21 @@ def resolve_workdir(workdir: str | os.PathLike | None) -> str:
         text = os.fsdecode(text)
     if not text.strip():
         raise ConfigError("workdir is an empty string; pass a folder path or None for the system temporary directory.")
+    if is_url(text):
+        local = _local_path(text)
+        if local is None:
+            raise ConfigError(f"writing to object stores is not supported yet ({text.strip()} is a URL given as the work "
+                              "folder); pass a local folder to workdir= (CLI --workdir).")
+        text = local
     return os.path.realpath(os.path.expanduser(text))
+
+
+def _local_path(url: str) -> str | None:
+    """The local path of a ``file://`` URL, None for other URLs; a file URL naming another host is a ConfigError."""
+    try:
+        return local_path_of(url)
+    except WidemlError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 #: How the API's refusals name the work folder setting (the CLI passes its own, ``--workdir``).

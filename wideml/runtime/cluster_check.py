@@ -5,9 +5,15 @@ the same filesystem, reads a missing zarr chunk as its fill value and writes
 its outputs where nobody looks: the fit "succeeds" on zeros. So before a pass
 runs on a distributed scheduler, every worker is asked (``client.run``):
 
+* whether it can **import** what wideml's tasks need (:data:`REQUIRED_MODULES`:
+  wideml itself, at this client's version, numpy, scipy, dask, zarr,
+  numcodecs, h5py). This probe is sent by value (its code travels with it),
+  so a worker without wideml answers too (:func:`check_workers`);
+
 * for each **store** the graph reads: does the same absolute path exist there,
-  with the same fingerprint (a hash of its zarr metadata files, or an HDF5 /
-  other file's size and modification time)?
+  can the worker read its metadata, and does it have the same fingerprint (a
+  hash of its zarr metadata files, or an HDF5 / other file's size and
+  modification time)?
 * for each **directory** workers write into (model groups, work directories,
   outputs): does it exist there, is it the same folder (a marker file the
   client writes must be visible), and can the worker create a file in it?
@@ -37,6 +43,7 @@ from typing import Any
 
 from dask.base import collections_to_expr
 
+from wideml._version import __version__
 from wideml.exceptions import StoreError
 from wideml.runtime.client import active_client
 
@@ -88,9 +95,32 @@ def fingerprint(path: str, member: str | None = None) -> str | None:
     return "dir:" + digest.hexdigest()[:32]
 
 
+def unreadable_metadata(path: str, member: str | None = None) -> str | None:
+    """Why the metadata of the store at ``path`` cannot be read here (e.g. ``"Permission denied"``), or None when it can.
+
+    A zarr store's ``zarr.json`` files (the group's and ``member``'s) that
+    exist must open; a file store (HDF5, ...) must open for reading. A
+    missing path is :func:`fingerprint`'s to report.
+    """
+    if os.path.isdir(path):
+        names = [os.path.join(folder, name) for folder in [path] + ([os.path.join(path, member)] if member else [])
+                 for name in _ZARR_META]
+        names = [name for name in names if os.path.lexists(name)]
+    else:
+        names = [path] if os.path.lexists(path) else []
+    for name in names:
+        try:
+            with open(name, "rb") as fh:
+                fh.read(1)
+        except OSError as exc:
+            return f"{exc.strerror or type(exc).__name__} on {name}"
+    return None
+
+
 def _probe(stores: list[tuple[str, str | None]], folders: list[tuple[str, str]]) -> dict[str, Any]:
     """Run on a worker: the fingerprint of each store, and for each folder whether the marker is seen and a file can be made."""
-    out: dict[str, Any] = {"stores": [fingerprint(p, m) for p, m in stores], "folders": []}
+    out: dict[str, Any] = {"stores": [fingerprint(p, m) for p, m in stores], "folders": [],
+                           "unreadable": [unreadable_metadata(p, m) for p, m in stores]}
     for folder, marker in folders:
         if not os.path.isdir(folder):
             out["folders"].append("missing")
@@ -227,6 +257,82 @@ def _ask(client, workers: list[str], stores: list[tuple[str, str | None]], folde
                          f"({type(exc).__name__}); check that every worker runs the same wideml as this client.") from None
 
 
+#: Modules every worker must import for wideml's tasks (h5py: HDF5 stores and inputs).
+REQUIRED_MODULES = ("wideml", "numpy", "scipy", "dask", "distributed", "zarr", "numcodecs", "h5py")
+
+#: The import probe's source: run in a namespace of its own so that cloudpickle sends it by value (a worker
+#: without wideml can run it and say so).
+_IMPORT_PROBE = """
+def import_probe(modules):
+    import importlib
+    out = {}
+    for name in modules:
+        try:
+            module = importlib.import_module(name)
+        except BaseException as exc:
+            text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            out[name] = ("missing", type(exc).__name__ + ": " + text)
+            continue
+        out[name] = ("ok", str(getattr(module, "__version__", "") or ""))
+    return out
+"""
+
+
+def _import_probe():
+    """The import probe as a function of a module that does not exist (``__wideml_probe__``): pickled by value."""
+    namespace: dict[str, Any] = {"__name__": "__wideml_probe__"}
+    exec(compile(_IMPORT_PROBE, "<wideml worker import probe>", "exec"), namespace)  # noqa: S102 - our own constant source
+    return namespace["import_probe"]
+
+
+def check_workers(client, modules: Iterable[str] | None = None) -> None:
+    """Refuse (StoreError) unless every worker of ``client`` imports :data:`REQUIRED_MODULES` and runs this client's wideml.
+
+    Asked once per worker and process (a worker that joins later is asked
+    before the next pass).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    modules : iterable of str, optional
+        The modules to import (default :data:`REQUIRED_MODULES`).
+
+    Raises
+    ------
+    StoreError
+        One sentence naming the worker, the module it cannot import (or the
+        wideml version it runs) and the fix.
+    """
+    modules = tuple(REQUIRED_MODULES if modules is None else modules)
+    names = _workers(client)
+    new = [w for w in names if (client.id, "imports", modules, w) not in _checked]
+    if not new:
+        return
+    try:
+        answers = client.run(_import_probe(), list(modules), workers=new, on_error="return")
+    except Exception as exc:  # noqa: BLE001 - a cluster that cannot run the check is reported, not ignored
+        raise StoreError(f"cannot ask the dask workers whether they can import wideml ({type(exc).__name__}: "
+                         f"{(str(exc).strip().splitlines() or [''])[0]}); check that the workers run and that this "
+                         "client can reach them.") from None
+    for w in new:
+        answer = answers.get(w)
+        if isinstance(answer, BaseException) or not isinstance(answer, dict):
+            raise StoreError(f"{_who(w, names[w])} could not run wideml's import check ({type(answer).__name__}); "
+                             "start the workers with the same Python environment as this client.")
+        for module in modules:
+            state, detail = answer.get(module, ("missing", "no answer"))
+            if state != "ok":
+                raise StoreError(f"{_who(w, names[w])} cannot import {module} ({detail}); install "
+                                 f"{'wideml ' + __version__ if module == 'wideml' else module} in the workers' Python "
+                                 "environment, or start the workers with this client's Python.")
+        version = answer.get("wideml", ("", ""))[1] if "wideml" in modules else __version__
+        if version != __version__:
+            raise StoreError(f"{_who(w, names[w])} runs wideml {version or '(unknown version)'} but this client runs "
+                             f"wideml {__version__}; install the same wideml version on the workers.")
+    with _lock:
+        _checked.update((client.id, "imports", modules, w) for w in new)
+
+
 def check_stores(client, stores: Iterable[tuple[str, str | None]]) -> None:
     """Refuse (StoreError) unless every worker of ``client`` sees each store with this process's fingerprint.
 
@@ -262,11 +368,15 @@ def check_stores(client, stores: Iterable[tuple[str, str | None]]) -> None:
         if isinstance(answer, BaseException) or not isinstance(answer, dict):
             raise StoreError(f"{_who(w, names[w])} could not check the store {todo[0][0]} ({type(answer).__name__}); "
                              "check that every worker runs the same wideml as this client.")
-        for (path, member, local, new), seen in zip(todo, answer["stores"]):
+        unreadable = answer.get("unreadable") or [None] * len(todo)
+        for (path, member, local, new), seen, denied in zip(todo, answer["stores"], unreadable):
             if w not in new:
                 continue
             if seen is None:
                 raise StoreError(f"{_who(w, names[w])} cannot see the store {path} (no such path there); {_SHARED_FIX}.")
+            if denied:
+                raise StoreError(f"{_who(w, names[w])} cannot read the metadata of the store {path} ({denied}); "
+                                 "give the user the workers run as read access to the store.")
             if seen != local:
                 raise StoreError(f"{_who(w, names[w])} sees a different store at {path} than this process does "
                                  f"(its metadata differ); {_SHARED_FIX}.")
@@ -345,7 +455,8 @@ def require_directory(path: str | os.PathLike, what: str) -> None:
 
 
 def check_graph(client, collections: Iterable[Any]) -> None:
-    """Check, on ``client``'s workers, every store the tasks of ``collections`` read (see :func:`check_stores`)."""
+    """Check that ``client``'s workers import wideml (:func:`check_workers`) and see every store the tasks of ``collections`` read (:func:`check_stores`)."""
+    check_workers(client)
     stores = graph_paths(collections)
     if stores:
         check_stores(client, stores)
@@ -357,5 +468,6 @@ def forget() -> None:
         _checked.clear()
 
 
-__all__ = ["IN_MEMORY_MESSAGE", "check_directories", "check_graph", "check_stores", "fingerprint", "forget",
-           "graph_paths", "is_in_memory_zarr", "paths_of", "require_directory", "zarr_location"]
+__all__ = ["IN_MEMORY_MESSAGE", "REQUIRED_MODULES", "check_directories", "check_graph", "check_stores", "check_workers",
+           "fingerprint", "forget", "graph_paths", "is_in_memory_zarr", "paths_of", "require_directory",
+           "unreadable_metadata", "zarr_location"]

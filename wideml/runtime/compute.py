@@ -14,6 +14,7 @@ from wideml.runtime.cluster_check import check_graph
 from wideml.runtime.config import thread_count
 from wideml.runtime.nested import compute_in_task, in_worker_task
 from wideml.runtime.progress import cluster_progress, progress_enabled
+from wideml.runtime.remote_check import check_remote_stores
 from wideml.runtime.scratch import release
 
 
@@ -51,6 +52,7 @@ def compute(*collections: Any, label: str = "pass") -> tuple:
     client = active_client()
     if client is not None:
         check_graph(client, collections)  # the workers must see the stores this pass reads (asked once per store)
+        check_remote_stores(client, collections)  # ... and read those on object stores (backend, credentials)
         futures = client.compute(list(collections))
         if show:
             cluster_progress(client, futures, label)  # on stderr: stdout carries the command's output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import difflib
 import math
 import os
@@ -16,12 +17,14 @@ import yaml
 
 from wideml.exceptions import ConfigError, PerformanceWarning
 from wideml.runtime.addresses import check_address
+from wideml.runtime.cluster_settings import CLUSTER_DEFAULTS, KINDS as JOBQUEUE_KINDS, check_cluster, check_path, flatten
 from wideml.runtime.worker_bound import check_worker_count
 
 
 _DEFAULTS_FILE = Path(__file__).resolve().parent.parent / "wideml.yaml"
 with open(_DEFAULTS_FILE) as _f:
     DEFAULTS: dict[str, Any] = yaml.safe_load(_f)["wideml"]
+DEFAULTS.setdefault("cluster", CLUSTER_DEFAULTS)  # wideml.cluster.{slurm,pbs,sge} (runtime/cluster_settings.py)
 dask.config.update_defaults({"wideml": DEFAULTS})
 
 #: A number, then an optional unit: B, K/M/G/T/P (decimal, with or without B) or Ki/Mi/Gi/Ti/Pi (binary, with or without B).
@@ -165,11 +168,22 @@ def check_environment(environ: Any = None) -> None:
         return
     for name, value in sorted(found):
         key = name[len(ENV_PREFIX):].lower().replace("_", "-")
+        if key.startswith("cluster--"):  # DASK_WIDEML__CLUSTER__SLURM__CORES: dask's nesting is "__"
+            check_path(name[len(ENV_PREFIX):].lower().split("__")[1:], _env_value(value))
+            continue
         if key not in DEFAULTS:
             raise _unknown_key(name[len(ENV_PREFIX):], f"environment variable {name}", env=True)
         if key == "memory-limit" and value.strip().lower() != "auto":
             parse_memory_limit(value, name)
     _CHECKED_ENV = found
+
+
+def _env_value(text: str) -> Any:
+    """An environment variable's value as dask reads it (a Python literal when it parses as one, else the text)."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
 
 
 def config_value(key: str) -> Any:
@@ -230,12 +244,22 @@ def thread_count() -> int:
     return count
 
 
-_SCHEDULER_HELP = "threads, processes, sync, local:N, tcp://HOST:PORT or tls://HOST:PORT"
+_SCHEDULER_HELP = ("threads, processes, sync, local:N, tcp://HOST:PORT, tls://HOST:PORT, slurm, pbs, sge, "
+                   "or in Python a distributed.Client or a cluster object")
+
+
+def is_cluster_object(value: Any) -> bool:
+    """Whether ``value`` is a ``distributed.Client`` or a cluster object (anything with a ``scheduler_address``)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        return False
+    return type(value).__name__ == "Client" or hasattr(value, "scheduler_address")
 
 
 def _check_scheduler(value: Any) -> None:
+    if is_cluster_object(value):
+        return  # a distributed.Client or a cluster (LocalCluster, SLURMCluster, ...) given in Python
     spec = value.strip() if isinstance(value, str) else ""
-    if spec in ("threads", "processes", "sync", "synchronous"):
+    if spec in ("threads", "processes", "sync", "synchronous", *JOBQUEUE_KINDS):
         return
     local = re.match(r"^local:(\d+)$", spec)
     if local:
@@ -314,6 +338,11 @@ def _check_workdir(value: Any) -> None:
         raise ConfigError(f"workdir must be a folder path or null, got {value!r}.")
 
 
+def _check_storage_options(value: Any) -> None:
+    if value is not None and not isinstance(value, dict):
+        raise ConfigError(f"storage-options must be a mapping of fsspec storage options (e.g. {{endpoint_url: 'http://...'}}), got {value!r}.")
+
+
 #: How each config key's value is checked (:func:`check_setting`); each check raises a ConfigError naming the key.
 _CHECKS = {
     "scheduler": _check_scheduler,
@@ -329,6 +358,8 @@ _CHECKS = {
     "checkpoint-interval": parse_checkpoint_interval,
     "resume": lambda v: parse_bool(v, "resume"),
     "workdir": _check_workdir,
+    "cluster": check_cluster,
+    "storage-options": _check_storage_options,
 }
 
 
@@ -383,5 +414,6 @@ def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
             check_setting(key, value)
         except ConfigError as exc:  # every refusal of a value read from the file names the file (the message names the key)
             raise ConfigError(f"config file {str(path)!r}: {exc}") from None
-    dask.config.set({f"wideml.{k}": v for k, v in settings.items()})
+    dask.config.set({f"wideml.{k}": v for k, v in settings.items() if k != "cluster"})
+    dask.config.set(flatten(settings.get("cluster") or {}))  # merged into the defaults, not replacing them
     return settings

@@ -19,24 +19,27 @@ import dask
 
 from wideml.exceptions import ConfigError
 from wideml.runtime.addresses import check_address
-from wideml.runtime.client import LOCAL_SCHEDULERS, active_client
+from wideml.runtime.client import LOCAL_SCHEDULERS, active_client, client_for, is_client, is_cluster
+from wideml.runtime.cluster_check import check_workers
 from wideml.runtime.config import config_value, thread_count
+from wideml.runtime.jobqueue import JOBQUEUE_KINDS, start_jobqueue_cluster
 from wideml.runtime.local_cluster import check_worker_count, start_local_cluster
 from wideml.runtime.progress import progress_enabled
 from wideml.runtime.remote import connect
 
 
-SCHEDULER_HELP = "threads, processes, sync, local:N (a LocalCluster of N workers on 127.0.0.1), tcp://HOST:PORT or tls://HOST:PORT"
+SCHEDULER_HELP = ("threads, processes, sync, local:N (a LocalCluster of N workers on 127.0.0.1), tcp://HOST:PORT, "
+                  "tls://HOST:PORT, or slurm, pbs, sge (batch jobs through dask-jobqueue, settings in config cluster.KIND)")
 _LOCAL = re.compile(r"^local:(\d+)$")
 
 
 @contextlib.contextmanager
-def use_scheduler(spec: str | None = None) -> Iterator[str]:
+def use_scheduler(spec=None) -> Iterator[str]:
     """Run the dask computations inside the block on the scheduler named by ``spec``.
 
     Parameters
     ----------
-    spec : str, optional
+    spec : str, distributed.Client or cluster object, optional
         ``"threads"`` (default, dask's threaded scheduler), ``"processes"``,
         ``"sync"``, ``"local:N"`` (starts a ``dask.distributed.LocalCluster`` of
         N single-threaded worker processes bound to 127.0.0.1 on free ports,
@@ -44,15 +47,40 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
         space in a work folder it removes, and stops it on exit; N is at most
         4 per usable core) or a scheduler address ``"tcp://HOST:PORT"`` /
         ``"tls://HOST:PORT"`` (TLS from dask's ``distributed.comm.tls.*``
-        settings). ``None`` reads ``wideml.scheduler`` from the config. An
-        explicit local choice wins over a default ``distributed.Client``.
+        settings), or ``"slurm"``, ``"pbs"``, ``"sge"``: a dask-jobqueue
+        cluster of config ``cluster.KIND.jobs`` batch jobs, waited for
+        (config ``cluster.KIND.wait-timeout``) and cancelled on exit, also
+        on an error or an interrupt (:mod:`wideml.runtime.jobqueue`). A
+        ``distributed.Client``, or a cluster object (anything with a
+        ``scheduler_address``: ``LocalCluster``, ``SLURMCluster``, ...), runs
+        the block on that cluster; the caller's client and cluster stay open.
+        ``None`` reads ``wideml.scheduler`` from the config (a name, or a
+        Client or cluster set with ``wideml.config.set``). An explicit local
+        choice wins over a default ``distributed.Client``.
 
     Yields
     ------
     str
-        The resolved scheduler name.
+        The resolved scheduler name (a cluster's scheduler address for a Client or cluster object).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown name, a malformed address, a batch scheduler whose
+        settings are unusable, whose package (``wideml[hpc]``) is missing or
+        whose workers do not arrive in time.
+    StoreError
+        If a worker cannot import what wideml needs (:func:`wideml.runtime.cluster_check.check_workers`).
     """
-    spec = str(spec or config_value("scheduler")).strip()
+    if spec is None:
+        spec = config_value("scheduler")
+    if is_client(spec) or is_cluster(spec):
+        client = client_for(spec)
+        check_workers(client)
+        with dask.config.set(scheduler=client):
+            yield str(getattr(client.scheduler, "address", None) or spec.scheduler_address)
+        return
+    spec = str(spec).strip()
     if spec == "processes":
         # one worker pool for the whole block (dask would otherwise start a new pool per compute)
         with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")) as pool, \
@@ -77,10 +105,17 @@ def use_scheduler(spec: str | None = None) -> Iterator[str]:
     if spec.startswith(("tcp://", "tls://", "inproc://")):
         client = connect(spec)
         try:
+            check_workers(client)
             with dask.config.set(scheduler=client):
                 yield spec
         finally:
             client.close()
+        return
+    if spec in JOBQUEUE_KINDS:
+        with start_jobqueue_cluster(spec) as client:
+            check_workers(client)  # the jobs' workers import wideml (the client's version) before any pass
+            with dask.config.set(scheduler=client):
+                yield spec
         return
     raise ConfigError(f"unknown scheduler {spec!r}; use {SCHEDULER_HELP}.")
 
@@ -104,6 +139,9 @@ def describe_scheduler() -> str:
             where = str(getattr(client.scheduler, "address", "a dask.distributed cluster"))
         if getattr(client, "_wideml_dashboard", False):
             where += f", dashboard {client.dashboard_link}"
+        jobs = getattr(client, "_wideml_jobs", None)  # a batch-scheduler cluster: say which jobs it runs on
+        if jobs:
+            where += f", {jobs}"
         return where
     name = dask.config.get("scheduler", None) or "threads"
     if name in ("sync", "synchronous", "single-threaded"):

@@ -25,6 +25,7 @@ from typing import Any
 import dask.config
 
 from wideml.exceptions import ConfigError
+from wideml.runtime.cluster_settings import check_key, check_path, flatten
 from wideml.runtime.config import DEFAULTS, check_setting, config_value, load_config_file
 
 
@@ -42,8 +43,13 @@ class Config:
     ``wideml/wideml.yaml`` (:attr:`keys`): ``scheduler``, ``dashboard``,
     ``memory-limit``, ``chunk-size``, ``compressor``, ``checksum``,
     ``progress``, ``tree-width``, ``threads``, ``check-feature-layout``,
-    ``checkpoint-interval``, ``resume`` and ``workdir``; in Python they may be
-    written with underscores (``memory_limit``).
+    ``checkpoint-interval``, ``resume``, ``workdir`` and ``storage-options``
+    (fsspec options of stores given as URLs; no credentials); in Python they may be
+    written with underscores (``memory_limit``). ``cluster`` holds the
+    batch-scheduler settings of ``--scheduler slurm|pbs|sge``; they are read
+    and set as a mapping or one at a time (``"cluster.slurm.cores"``), and a
+    mapping is merged into the current settings. ``scheduler`` also takes a
+    ``distributed.Client`` or a cluster object in Python.
 
     Attributes
     ----------
@@ -88,7 +94,11 @@ class Config:
         ConfigError
             If ``key`` is unknown, or a ``DASK_WIDEML__*`` environment variable names no key.
         """
-        return config_value(_key(key))
+        key = _key(key)
+        if key.startswith("cluster."):  # a batch-scheduler setting: "cluster.slurm.cores"
+            check_key(key.split(".")[1:])
+            return dask.config.get(f"wideml.{key}", None)
+        return config_value(key)
 
     def set(self, settings: dict[str, Any] | None = None, /, **values: Any) -> dask.config.set:
         """Change settings now, or inside a ``with`` block only; every value is checked before any changes.
@@ -116,6 +126,11 @@ class Config:
         checked = {}
         for name, value in merged.items():
             key = _key(name)
+            if key == "cluster" or key.startswith("cluster."):  # merged into the defaults, not replacing them
+                check_path(key.split(".")[1:], value)
+                checked.update(flatten(value, f"wideml.{key}") if key.count(".") < 2 and isinstance(value, dict)
+                               else {f"wideml.{key}": value})
+                continue
             check_setting(key, value)
             checked[f"wideml.{key}"] = value
         return dask.config.set(checked)

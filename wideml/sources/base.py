@@ -37,7 +37,7 @@ from wideml.sources.locations import Location
 FEATURES, ROWS, STREAM = "features", "rows", "stream"
 
 #: Options that only some formats understand; a format lists those it takes in :attr:`Source.accepts`.
-SOURCE_OPTIONS = ("label_column", "id_column", "mask", "dataset")
+SOURCE_OPTIONS = ("label_column", "id_column", "mask", "dataset", "impute", "bids")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,12 @@ class IngestOptions:
     ``dataset`` names an HDF5 dataset; ``header``/``delimiter`` shape CSV
     parsing (``delimiter`` also that of a labels file); ``mask`` selects voxels
     of NIfTI volumes; ``drop_unlabelled`` leaves out samples whose label is
-    missing; ``missing_chunks_are_fill`` reads missing source chunks as fill.
+    missing; ``missing_chunks_are_fill`` reads missing source chunks as fill;
+    ``unlabelled`` stores no labels even where the source brings its own (a
+    PLINK ``.fam`` phenotype); ``impute`` is the missing-call policy of
+    genotype sources (``"none"``: refuse, or ``"mean"``; None means ``"none"``).
+    ``bids`` is the selection of a BIDS tree (a
+    :class:`~wideml.sources.bids_query.BidsQuery`; None: everything).
     """
 
     labels: Any = None
@@ -61,6 +66,9 @@ class IngestOptions:
     mask: Any = None
     drop_unlabelled: bool = False
     missing_chunks_are_fill: bool = False
+    unlabelled: bool = False
+    impute: str | None = None
+    bids: Any = None
 
 
 class Source(ABC):
@@ -102,6 +110,13 @@ class Source(ABC):
         How messages name the source (``"'/data/x.npy'"``, ``"X"``).
     title : str
         Progress-bar label.
+    stored_dtype : numpy.dtype or None
+        The stored dtype when none is asked for (genotype dosages: int8); None:
+        chosen from :attr:`dtype` (:func:`wideml.sources.write.output_dtype`).
+    brings_labels : bool (class attribute)
+        The source holds its own labels (a PLINK ``.fam`` phenotype), taken when
+        no labels are given; ``wideml ingest`` then needs neither ``--labels``
+        nor ``--unlabelled``.
     """
 
     kind: ClassVar[str] = ""
@@ -121,6 +136,8 @@ class Source(ABC):
     description: str = ""
     what: str = "X"
     title: str = "ingest"
+    stored_dtype: np.dtype | None = None
+    brings_labels: ClassVar[bool] = False
 
     @classmethod
     def check_options(cls, options: IngestOptions) -> None:

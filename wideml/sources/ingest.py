@@ -14,7 +14,12 @@ Sources
   ``wideml[neuro]``): 3-D volumes (one sample each) and 4-D series (one sample
   per volume, ids ``<stem>:<t>``), all on one grid and affine, optionally
   masked (``mask=FILE`` or ``"auto"``); the store keeps the spatial reference
-  (grid, affine, header fields, mask). See :mod:`wideml.sources.nifti`.
+  (grid, affine, header fields, mask). See :mod:`wideml.sources.nifti`;
+* genotypes (needs ``wideml[genomics]`` for PLINK): a PLINK 1 fileset
+  (``data.bed`` with its ``.bim``/``.fam``; labels from the ``.fam`` phenotype
+  unless given) or a VCF Zarr store (bio2zarr's layout, recognised by its
+  ``call_genotype`` array), stored as int8 allele dosages with the feature
+  table of the variants; see :mod:`wideml.sources.genotypes`.
 
 Labels come from an array, a labels file (CSV/TSV with ``label`` or
 ``id,label`` columns, ``.npy``, ``file.h5:/y`` or a zarr array directory) or a CSV source's label
@@ -67,6 +72,10 @@ from typing import Any
 
 from wideml.exceptions import WidemlError
 from wideml.sources.base import IngestOptions, Source
+from wideml.sources.locations import Location
+from wideml.sources.bids import BidsSource, bids_location
+from wideml.sources.bids_query import as_query
+from wideml.sources.plink import fileset_part
 from wideml.sources.registry import pick
 from wideml.sources.write import output_dtype, write_source
 from wideml.storage.atomic import check_output
@@ -95,6 +104,9 @@ def ingest(
     mask=None,
     drop_unlabelled: bool = False,
     overwrite: bool = False,
+    bids=None,
+    unlabelled: bool = False,
+    impute: str | None = None,
 ) -> Path:
     """Write ``source`` to a new feature store with full-height feature chunks, in bounded memory.
 
@@ -158,6 +170,22 @@ def ingest(
         files whose subject has no row. Array sources are refused instead.
     overwrite : bool, default False
         Replace an existing ``out``.
+    bids : True, dict or BidsQuery, optional
+        Read ``source`` as a BIDS dataset folder (recognised without it when
+        it holds ``dataset_description.json``) and choose its scans, e.g.
+        ``{"derivatives": "fmriprep", "space": "MNI152NLin2009cAsym", "desc": "preproc",
+        "suffix": "T1w", "sessions": "1,2", "subjects": ["01", "02"], "filters": {"task": "rest"},
+        "average": "runs"}``; labels from its ``participants.tsv`` with
+        ``label_column``; the mask from its ``desc-brain_mask`` files unless
+        ``mask`` is given. See :mod:`wideml.sources.bids`.
+    unlabelled : bool, default False
+        Store no labels even where the source brings its own (a PLINK ``.fam``
+        phenotype, taken when ``labels`` is None).
+    impute : {None, "none", "mean"}, optional
+        Genotype sources only: missing calls refused (None, ``"none"``) or
+        replaced by the variant's mean dosage (``"mean"``, stored as float32;
+        the policy and the number of imputed calls are recorded in the store's
+        feature table). See :mod:`wideml.sources.genotypes`.
 
     Returns
     -------
@@ -171,22 +199,29 @@ def ingest(
         labels that do not match X or have one class, or an existing output.
     """
     check_output(out, overwrite)
-    reader, location = pick(source)
+    query = as_query(bids)
+    reader, location = pick_source(source) if query is None else (BidsSource, bids_location(source))
     given = {"label_column": label_column, "id_column": id_column, "mask": mask, "dataset": dataset}
     options = IngestOptions(labels=labels, label_column=label_column, id_column=id_column, dataset=dataset, header=header,
                             delimiter=delimiter, mask=mask, drop_unlabelled=drop_unlabelled,
-                            missing_chunks_are_fill=missing_chunks_are_fill)
+                            missing_chunks_are_fill=missing_chunks_are_fill, bids=query,
+                            unlabelled=unlabelled, impute=impute)
     for name in ("label_column", "id_column"):
         _check_applies(reader, name, given[name])
     reader.check_options(options)
     _check_applies(reader, "mask", mask)
-    if drop_unlabelled and labels is None and label_column is None:
+    if drop_unlabelled and labels is None and label_column is None and not reader.brings_labels:
         raise WidemlError("--drop-unlabelled (drop_unlabelled) leaves out samples whose label is missing, but no labels were given; "
                           "give --labels or --label-column, or drop it.")
     if sample_ids is not None:
         check_unique_ids(sample_ids, "sample_ids")
     _check_applies(reader, "dataset", dataset)
+    _check_applies(reader, "impute", impute)
+    if unlabelled and (labels is not None or label_column is not None):
+        raise WidemlError("unlabelled=True (--unlabelled) and labels contradict each other; give one of them.")
     src = reader.open(location, options)
+    if dtype is None:
+        dtype = src.stored_dtype
     return write_source(src, out, dtype=dtype, allow_lossy_cast=allow_lossy_cast, sample_ids=sample_ids, feature_ids=feature_ids,
                         feature_chunk=feature_chunk, memory_limit=memory_limit, overwrite=overwrite, compressor=compressor,
                         checksum=checksum, missing_chunks_are_fill=missing_chunks_are_fill)
@@ -194,10 +229,13 @@ def ingest(
 
 #: The sentence for an option given to a source that does not take it (:attr:`Source.accepts`).
 NOT_FOR_THIS_SOURCE = {
-    "label_column": "--label-column (label_column) only applies to a CSV source or a folder; give the labels with --labels FILE instead.",
-    "id_column": "--id-column (id_column) only applies to a CSV source or a folder; give sample ids in a two-column labels file instead.",
+    "label_column": "--label-column (label_column) only applies to a CSV source, a folder or the --labels table of a genotype source "
+                    "(.bed, VCF Zarr); give a labels file of one column (label) or two (id, label) instead.",
+    "id_column": "--id-column (id_column) only applies to a CSV source, a folder or the --labels table of a genotype source "
+                 "(.bed, VCF Zarr); give sample ids in a two-column labels file instead.",
     "mask": "--mask (mask) only applies to a folder of NIfTI volumes; drop it.",
     "dataset": "--dataset only applies to an HDF5 source; drop it or give an .h5 file.",
+    "impute": "--impute (impute) only applies to genotype sources (a PLINK .bed fileset or a VCF Zarr store); drop it.",
 }
 
 
@@ -207,10 +245,27 @@ def _check_applies(reader: type[Source], name: str, value) -> None:
         raise WidemlError(NOT_FOR_THIS_SOURCE[name])
 
 
+def pick_source(source) -> tuple[type[Source], Location]:
+    """The reader class for ``source`` and its location (:func:`wideml.sources.registry.pick`), nothing opened.
+
+    A PLINK 1 fileset named by its ``.bim``/``.fam`` or by its bare prefix is refused naming its ``.bed``.
+
+    Raises
+    ------
+    WidemlError
+        For a source that does not exist, is refused, or is not recognised.
+    """
+    if isinstance(source, (str, os.PathLike)) and "://" not in str(source):
+        wrong = fileset_part(source)
+        if wrong is not None:
+            raise WidemlError(wrong)
+    return pick(source)
+
+
 def source_kind(source) -> tuple[str, Any]:
     """``(kind, what)`` of ``source`` without opening it, for the free-space estimate of ``wideml ingest``:
     ``("memory", obj)``, ``("hdf5", (path, dataset))``, else ``(kind, path)`` (``kind`` a reader's :attr:`Source.kind`)."""
-    reader, location = pick(source)
+    reader, location = pick_source(source)
     if location.in_memory:
         return reader.kind, location.obj
     if reader.kind == "hdf5":
@@ -218,4 +273,4 @@ def source_kind(source) -> tuple[str, Any]:
     return reader.kind, location.path
 
 
-__all__ = ["ingest", "output_dtype", "source_kind"]
+__all__ = ["ingest", "output_dtype", "pick_source", "source_kind"]

@@ -12,7 +12,10 @@ come from a ``.npy`` file, an HDF5 dataset (``file.h5:/y``) or a zarr array dire
 Missing labels (``NA``, ``n/a``, ``NaN``, ``null``, ``None``, empty: see
 :mod:`wideml.storage.label_cells`) are refused naming the first lines or
 samples, or, with ``drop_unlabelled``, left out (:func:`load_labels` returns
-which rows remain). A sample id given twice in a two-column file is refused.
+which rows remain). A sample id given twice in a two-column file is refused, and
+so is a one-column file whose lines are whitespace-separated fields with unique
+first fields (``s0 a``: an id and a label read as one label; genotype sources
+read such PLINK phenotype files by :mod:`wideml.sources.genotype_labels`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from wideml.exceptions import WidemlError
 from wideml.sources.locations import split_hdf5_spec
 from wideml.storage.label_cells import (
     check_unique_ids,
+    clip,
     delimiter_error,
     is_id_name,
     is_number,
@@ -89,6 +93,23 @@ def open_text(path: str | os.PathLike):
     return open(path, newline="", encoding="utf-8-sig")
 
 
+def not_utf8_error(path: str | os.PathLike, what: str = "labels file") -> WidemlError:
+    """One sentence for a text file that is not UTF-8: the first bad byte and its line, and how to re-save it."""
+    where = ""
+    try:
+        opener = gzip.open if str(path).lower().endswith(".gz") else open
+        with opener(path, "rb") as f:
+            raw = f.read()
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        where = f" (byte 0x{raw[exc.start]:02x} in line {line})"
+    except OSError:
+        pass
+    return WidemlError(f"{what} {str(path)!r} is not UTF-8 text{where}, perhaps Latin-1 or Windows-1252; re-save it as UTF-8 "
+                       "(e.g. iconv -f latin1 -t utf-8 OLD > NEW).")
+
+
 def _as_given_int(text: str) -> bool:
     """Whether ``text`` is an integer written the way ``str(int)`` writes it (not ``007``, ``+3``, ``1_000`` or ``-0``)."""
     try:
@@ -124,6 +145,14 @@ def coerce_labels(values) -> np.ndarray:
     return np.array(values, dtype=str)
 
 
+def _whitespace_table(rows: list[list[str]]) -> bool:
+    """Whether one-cell rows are whitespace-separated fields, ids first: each splits into the same number (2 or more)
+    of fields and the first fields are all different (read whole, every line would be a class of one sample)."""
+    fields = [row[0].split() for row in rows]
+    return (len(rows) > 1 and len(fields[0]) > 1 and all(len(f) == len(fields[0]) for f in fields)
+            and len({f[0] for f in fields}) == len(fields))
+
+
 def _file_cells(path: Path, delimiter: str | None) -> tuple[np.ndarray | None, list[str], list[str]]:
     """A labels CSV/TSV as (ids or None, raw label cells, line names), the header row left out."""
     try:
@@ -137,7 +166,9 @@ def _file_cells(path: Path, delimiter: str | None) -> tuple[np.ndarray | None, l
                     lines.append(f"line {reader.line_num}")
     except FileNotFoundError:
         raise WidemlError(f"labels file {str(path)!r} does not exist; check the path.") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError:
+        raise not_utf8_error(path) from None
+    except (OSError, csv.Error) as exc:
         raise WidemlError(f"cannot read labels file {str(path)!r} ({type(exc).__name__}); give a CSV with one label per line.") from None
     if not rows:
         raise WidemlError(f"labels file {str(path)!r} is empty; give one label per sample.")
@@ -145,6 +176,10 @@ def _file_cells(path: Path, delimiter: str | None) -> tuple[np.ndarray | None, l
     sep = other_delimiter(rows[0], labels_delimiter(path, delimiter)) if len(rows) > 1 else None
     if sep is not None and all(sep in r[0] for r in rows if len(r) == 1):
         raise delimiter_error(f"labels file {str(path)!r}", sep, delimiter_fix(sep, path))
+    if width == 1 and not delimiter and _whitespace_table(rows):
+        raise WidemlError(f"labels file {str(path)!r} looks whitespace-separated (every line holds {len(rows[0][0].split())} "
+                          f"fields, the first unique, e.g. {clip(rows[0][0])!r}), so each whole line would be one label; save it "
+                          "comma-separated (id,label), or pass --delimiter ' ' (delimiter=' ') if one space separates the fields.")
     if width not in (1, 2):
         raise WidemlError(
             f"labels file {str(path)!r} has {width} columns; name the label column with --label-column NAME "

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from wideml.exceptions import WidemlError
+from wideml.storage.urls import is_url, local_path_of
 
 _H5_SPEC = re.compile(r"^(?P<file>.+\.(?:h5|hdf5|hdf|he5)):(?P<dataset>/?[^:]+)$", re.IGNORECASE)
 
@@ -56,10 +57,16 @@ class Location:
         return "" if self.path is None else self.path.name.lower()
 
 
+def _refuse_url(url: str):
+    raise WidemlError(f"ingesting from object stores is not supported yet ({url} is a URL); copy the source locally and ingest the copy.")
+
+
 def locate(source) -> Location:
     """The :class:`Location` of ``source`` (an array-like, or a str or path-like that must exist)."""
     if not isinstance(source, (str, os.PathLike)):
         return Location(None, None, source)
+    if is_url(source):  # never joined to the working folder
+        source = local_path_of(source) or _refuse_url(source)
     file, dataset = split_hdf5_spec(str(source))
     path = Path(os.path.abspath(os.path.expanduser(file)))
     if not path.exists():

@@ -32,6 +32,7 @@ from wideml.sources.labels import (
     coerce_labels,
     delimiter_fix,
     labels_delimiter,
+    not_utf8_error,
     open_text,
 )
 from wideml.storage.label_cells import (
@@ -118,7 +119,9 @@ def read_table(path, label_column, id_column=None, delimiter: str | None = None,
             rows = [[c.strip() for c in row] for row in csv.reader(f, delimiter=labels_delimiter(path, delimiter)) if any(c.strip() for c in row)]
     except FileNotFoundError:
         raise WidemlError(f"labels file {str(path)!r} does not exist; check the path.") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError:
+        raise not_utf8_error(path) from None
+    except (OSError, csv.Error) as exc:
         raise WidemlError(f"cannot read labels file {str(path)!r} ({type(exc).__name__}); give a CSV/TSV with a header row.") from None
     if len(rows) < 2:
         raise WidemlError(f"labels file {str(path)!r} has no rows below its header; give one row per participant.")

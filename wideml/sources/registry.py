@@ -40,12 +40,18 @@ from dataclasses import dataclass
 
 from wideml.exceptions import WidemlError
 from wideml.sources.base import Source
+from wideml.sources.bids import BidsSource, is_bids_folder
+from wideml.sources.cifti import CiftiSource
 from wideml.sources.delimited import CSV_SUFFIXES, CsvSource
 from wideml.sources.folder import FolderSource
+from wideml.sources.gifti import GiftiSource
 from wideml.sources.hdf5 import Hdf5Source
 from wideml.sources.locations import Location, locate
 from wideml.sources.npy import MemorySource, NpySource
+from wideml.sources.plink import PlinkSource
 from wideml.sources.sample_files import NIFTI_SUFFIXES
+from wideml.sources.surface_files import CIFTI_SUFFIXES, GIFTI_SUFFIXES, folder_with
+from wideml.sources.vcf_zarr import VcfZarrSource, is_vcf_zarr
 from wideml.sources.zarr_array import ZARR_MARKERS, ZarrSource
 from wideml.storage import schema
 
@@ -53,7 +59,8 @@ Recogniser = Callable[[Location], bool]
 
 #: The sentence for a path no entry recognises (``{path}`` is filled in).
 UNKNOWN = ("cannot tell what kind of data {path} holds; give a .npy, .h5/.hdf5 or .csv/.tsv file, a zarr array, "
-           "or a folder of per-sample .npy/.nii files.")
+           "or a folder of per-sample .npy/.nii files, a BIDS dataset, CIFTI-2 .dscalar.nii/.dtseries.nii or GIFTI .func.gii/.shape.gii files, "
+           "a PLINK .bed (with .bim/.fam) or a VCF Zarr store.")
 
 
 @dataclass(frozen=True)
@@ -100,11 +107,18 @@ def suffix(*suffixes: str) -> Recogniser:
 REGISTRY: list[Entry] = [
     Entry(in_memory, MemorySource),
     Entry(hdf5_dataset, Hdf5Source),
+    Entry(is_vcf_zarr, VcfZarrSource),  # a zarr group holding call_genotype, before plain zarr
     Entry(folder_holding(*ZARR_MARKERS), ZarrSource),
+    Entry(is_bids_folder, BidsSource),  # dataset_description.json (or only sub-* folders), before other folders
+    Entry(folder_with(CIFTI_SUFFIXES), CiftiSource),  # CIFTI .dscalar.nii etc. before NIfTI folders
+    Entry(folder_with(GIFTI_SUFFIXES), GiftiSource),
     Entry(any_folder, FolderSource),
     Entry(suffix(".npy"), NpySource),
     Entry(suffix(*schema.HDF5_SUFFIXES), Hdf5Source),
     Entry(suffix(*CSV_SUFFIXES), CsvSource),
+    Entry(suffix(".bed"), PlinkSource),
+    Entry(suffix(*CIFTI_SUFFIXES), CiftiSource),
+    Entry(suffix(*GIFTI_SUFFIXES), GiftiSource),
     Entry(suffix(*NIFTI_SUFFIXES), refuse="{path} is a single NIfTI volume, i.e. one sample; put one volume per sample "
                                           "in a folder and ingest the folder."),
 ]

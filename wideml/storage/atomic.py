@@ -30,6 +30,13 @@ from wideml.runtime.preflight import disk_full_error, is_disk_full, require_free
 from wideml.runtime.quiesce import wait_for_running_tasks
 from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
 from wideml.storage.output_marks import made_by_wideml, mark, why_not_replaced
+from wideml.storage.urls import is_url, local_output, local_path_of
+
+
+def refuse_url_output(path) -> None:
+    """Refuse an output given as a URL in one sentence (never a local folder named ``s3:``)."""
+    if is_url(path) and local_path_of(path) is None:
+        raise StoreError(f"writing to object stores is not supported yet ({path} is a URL); write locally and copy.")
 
 
 def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
@@ -37,9 +44,11 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
 
     See :mod:`wideml.storage.output_marks`: a user's file or folder, or a
     symbolic link, is never replaced, whatever ``overwrite`` says. A name
-    longer than the filesystem allows is one sentence too.
+    longer than the filesystem allows is one sentence too, and so is a URL
+    (``s3://...``: outputs are local until writing to object stores is supported);
+    a ``file://`` URL is checked, and returned, as the local path it names.
     """
-    path = Path(path)
+    path = Path(local_output(path))  # a file:// URL is the local path it names; any other URL is refused
     try:
         exists = os.path.lexists(path)
         parent_exists = path.parent.exists()
@@ -51,10 +60,10 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
     if len(os.fsencode(path.name)) > NAME_MAX:
         raise StoreError(f"the output name {path.name[:40]!r}... is {len(os.fsencode(path.name))} bytes long, more than "
                          f"a file name may have ({NAME_MAX} bytes); choose a shorter name.")
+    if exists and not made_by_wideml(path):  # first: --overwrite would not replace it either, so never suggest it
+        raise StoreError(why_not_replaced(path))
     if exists and not overwrite:
         raise StoreError(f"output {str(path)!r} already exists; pass --overwrite (overwrite=True) to replace it or choose another path.")
-    if exists and not made_by_wideml(path):
-        raise StoreError(why_not_replaced(path))
     if not parent_exists:
         raise StoreError(f"cannot write {str(path)!r}: folder {str(path.parent)!r} does not exist; create it first.")
     return path

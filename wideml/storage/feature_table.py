@@ -11,7 +11,7 @@ p-long columns plus a small JSON description, a :class:`FeatureTable` whose
 On disk (feature stores and model files alike):
 
 - the wideml attrs hold ``"feature_table"``: ``{"kind", "info", "n_features",
-  "columns": {name: dtype}, "sha256"}`` (:meth:`FeatureTable.to_attrs`);
+  "columns": {name: dtype}, "sha256", "columns_sha256"}`` (:meth:`FeatureTable.to_attrs`);
 - the group ``feature_table`` holds one 1-D array per column, of length
   ``n_features`` (strings as variable-length text).
 
@@ -115,10 +115,23 @@ class FeatureTable:
                 digest.update(np.ascontiguousarray(arr).tobytes())
         return digest.hexdigest()
 
+    def columns_sha256(self) -> str:
+        """Digest of the kind and the columns only (not ``info``): what says which features these are.
+
+        Two stores of the same variants (same ids, positions and counted
+        alleles) have equal digests even when their ``info`` differs (e.g. the
+        number of imputed calls); a flipped allele or another genome build
+        changes it. Feature layouts compare it (:mod:`wideml.storage.layout`).
+        """
+        digest = hashlib.sha256(self.kind.encode())
+        digest.update(FeatureTable(self.kind, self.columns).sha256().encode())
+        return digest.hexdigest()
+
     def to_attrs(self) -> dict:
         """The JSON record kept in the wideml attrs (the columns go to arrays)."""
         return {"kind": self.kind, "info": self.info, "n_features": self.n_features,
-                "columns": {name: _dtype_name(arr) for name, arr in self.columns.items()}, "sha256": self.sha256()}
+                "columns": {name: _dtype_name(arr) for name, arr in self.columns.items()}, "sha256": self.sha256(),
+                "columns_sha256": self.columns_sha256()}
 
     def describe(self) -> dict:
         """A short description for ``wideml info``: kind, feature count, column names, info keys."""
@@ -207,7 +220,9 @@ def read_feature_table(handle, attrs: dict, n_features: int | None, where: str) 
         table = FeatureTable(doc["kind"], columns, doc.get("info") or {})
     except ValueError as exc:
         raise StoreError(f"{bad} ({exc}); recreate it.") from None
-    if table.n_features != doc.get("n_features") or table.to_attrs()["columns"] != doc["columns"] or table.sha256() != doc.get("sha256"):
+    record = table.to_attrs()
+    if (table.n_features != doc.get("n_features") or record["columns"] != doc["columns"] or record["sha256"] != doc.get("sha256")
+            or record["columns_sha256"] != doc.get("columns_sha256")):
         raise StoreError(f"{bad}: its columns differ from what it recorded (sha256 mismatch); recreate it.")
     return table
 

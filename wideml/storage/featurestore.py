@@ -18,6 +18,8 @@ from wideml.exceptions import PerformanceWarning, StoreError
 from wideml.storage import schema
 from wideml.storage.integrity import check_hdf5_complete
 from wideml.storage.reader import DIRECT_READERS, HDF5Reader, ZarrReader
+from wideml.storage.remote_store import is_store_object, open_remote_group, read_remote_store
+from wideml.storage.urls import is_url, local_path_of
 from wideml.storage.feature_table import TABLE_ATTR, check_table_record, read_feature_table
 from wideml.storage.spatial import MASK_NAME, SPATIAL_ATTR, check_spatial_record, describe_line, read_spatial
 from wideml.storage.store_checks import (
@@ -36,8 +38,10 @@ class FeatureStore:
 
     Attributes
     ----------
-    path : Path
-        Location of the zarr group directory or HDF5 file.
+    path : Path or str
+        Location of the zarr group directory or HDF5 file; for a store on an
+        object store, its URL (``s3://bucket/s.zarr``) or the description of
+        the zarr Store object it was opened from.
     format : {"zarr", "hdf5"}
     X : dask.array.Array of shape (n_samples, n_features)
         Lazy view of the features; its chunks line up with the stored chunks
@@ -54,6 +58,11 @@ class FeatureStore:
     codec : str
         How X's chunks are compressed and read (e.g. ``"zstd (level 3); read
         straight from the chunk files"``).
+    remote : RemoteLocation or None
+        Where a store on an object store is (:mod:`wideml.storage.remote_access`); None for local files.
+    reader : RemoteZarrReader or None
+        The chunk reader of X for a store on an object store (it carries the storage options, so a copy
+        such as ``rechunk`` reads where the metadata was read); None for local files.
     """
 
     path: Path
@@ -66,6 +75,13 @@ class FeatureStore:
     stored_chunks: tuple[int, int]
     attrs: dict[str, Any] = field(default_factory=dict)
     codec: str = "unknown"
+    remote: Any = None
+    reader: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the store is a local folder or file (``path`` a Path), not on an object store."""
+        return self.remote is None
 
     @property
     def n_samples(self) -> int:
@@ -99,6 +115,8 @@ class FeatureStore:
                 return read_spatial(handle, self.attrs, where)
         import zarr
 
+        if self.remote is not None:
+            return read_spatial(open_remote_group(self.remote), self.attrs, where)
         return zarr_call(self.path, lambda: read_spatial(zarr.open_group(str(self.path), mode="r"), self.attrs, where))
 
     @cached_property
@@ -117,6 +135,8 @@ class FeatureStore:
                 return read_feature_table(handle, self.attrs, self.n_features, where)
         import zarr
 
+        if self.remote is not None:
+            return read_feature_table(open_remote_group(self.remote), self.attrs, self.n_features, where)
         return zarr_call(self.path, lambda: read_feature_table(zarr.open_group(str(self.path), mode="r"), self.attrs, self.n_features, where))
 
     def class_counts(self) -> dict[Any, int]:
@@ -202,15 +222,24 @@ def format_summary(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def open_store(path: str | os.PathLike) -> FeatureStore:
+def open_store(path: Any, storage_options: dict | None = None) -> FeatureStore:
     """Open a feature store and validate it from its metadata (no pass over X).
 
     Parameters
     ----------
-    path : str or path-like
+    path : str, path-like, URL or zarr Store
         A zarr v3 group directory or an HDF5 file (``.h5``/``.hdf5``) holding
         ``X`` (n_samples, n_features) and optionally ``y``, ``sample_ids``,
-        ``feature_ids``.
+        ``feature_ids``; or a zarr v3 store on an object store, by URL
+        (``s3://bucket/s.zarr``, ``gs://...``, ``file:///abs/path``, any
+        fsspec protocol) or as a zarr Store object (``FsspecStore``,
+        ``ObjectStore``, ``LocalStore``, any ``zarr.abc.store.Store``). A URL
+        is never joined to the working folder.
+    storage_options : dict, optional
+        fsspec options for a URL (e.g. ``{"endpoint_url": "http://..."}``),
+        over the config's ``storage-options``. Credentials are refused here:
+        they come from the environment or the provider's chain
+        (:mod:`wideml.storage.urls`), so no secret enters a task graph.
 
     Returns
     -------
@@ -224,7 +253,10 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         version 2: ``"complete": true`` is written last); or if a chunk of X is
         missing (one listing of X's chunk files, or HDF5's count of allocated
         chunks; see :mod:`wideml.storage.integrity`), unless the store's wideml
-        attributes say ``"missing_chunks": "fill"``.
+        attributes say ``"missing_chunks": "fill"``. For a URL, also when its
+        backend is not installed (naming the extra: ``pip install
+        'wideml[s3]'``), the credentials are refused, the endpoint cannot be
+        reached, or it names an HDF5 file (not read over URLs yet).
 
     Warns
     -----
@@ -237,13 +269,27 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
     graph built on it keep working after a change of directory and on workers
     started elsewhere.
     """
+    if is_url(path):
+        local = local_path_of(path)
+        if local is None:
+            return _open_remote(path, storage_options)
+        path = local
+    elif is_store_object(path):
+        if type(path).__name__ != "LocalStore":
+            return _open_remote(path, storage_options)
+        path = path.root  # a LocalStore: its folder, read as any local store
+    elif not isinstance(path, (str, os.PathLike)):
+        raise StoreError(f"open_store takes a path, a URL (s3://...) or a zarr Store, not a {type(path).__name__}; "
+                         "pass where the store is.")
     path = Path(path).expanduser().resolve()
     if not path.exists():
         raise StoreError(f"no feature store at {str(path)!r}; check the path, or create one with `wideml ingest` or `wideml simulate`.")
     fmt = "hdf5" if path.is_file() else "zarr"
     if fmt == "zarr":
         group, attrs = read_zarr_attrs(path)
-        keys = zarr_call(path, lambda: set(group.array_keys()))
+        with warnings.catch_warnings():  # an array folder without its zarr.json: the sentence below says so, not zarr's warning
+            warnings.filterwarnings("ignore", message="Object at .* is not recognized as a component of a Zarr hierarchy")
+            keys = zarr_call(path, lambda: set(group.array_keys()))
         get = lambda name: zarr_call(path, lambda: group[name])  # noqa: E731
     else:
         try:
@@ -275,21 +321,7 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
     dtype = np.dtype(dtype) if not hasattr(dtype, "to_native_dtype") else dtype
     n, p = check_x_meta(path, shape, dtype)
 
-    y = smalls.get(schema.Y_NAME)
-    if y is not None:
-        y = _labels_array(y)
-        if y.shape != (n,):
-            raise StoreError(
-                f"y in {str(path)!r} has shape {y.shape} but X has {n} samples; give exactly one label per sample."
-            )
-    ids = {}
-    for name, length in ((schema.SAMPLE_IDS_NAME, n), (schema.FEATURE_IDS_NAME, p)):
-        arr = smalls.get(name)
-        if arr is not None:
-            arr = _labels_array(arr)
-            if arr.shape != (length,):
-                raise StoreError(f"{name} in {str(path)!r} has shape {arr.shape}, expected ({length},); rewrite the ids.")
-        ids[name] = arr
+    y, ids = _labels_and_ids(path, smalls, n, p)
 
     chunks = (int(chunks[0]), int(chunks[1]))
     if fmt == "zarr":
@@ -326,6 +358,54 @@ def open_store(path: str | os.PathLike) -> FeatureStore:
         attrs=attrs,
         codec=reader.describe_codec(),
     )
+
+
+def _labels_and_ids(path, smalls: dict, n: int, p: int) -> tuple[np.ndarray | None, dict]:
+    """y and the sample / feature ids of a store, each checked against X's shape."""
+    y = smalls.get(schema.Y_NAME)
+    if y is not None:
+        y = _labels_array(y)
+        if y.shape != (n,):
+            raise StoreError(
+                f"y in {str(path)!r} has shape {y.shape} but X has {n} samples; give exactly one label per sample."
+            )
+    ids = {}
+    for name, length in ((schema.SAMPLE_IDS_NAME, n), (schema.FEATURE_IDS_NAME, p)):
+        arr = smalls.get(name)
+        if arr is not None:
+            arr = _labels_array(arr)
+            if arr.shape != (length,):
+                raise StoreError(f"{name} in {str(path)!r} has shape {arr.shape}, expected ({length},); rewrite the ids.")
+        ids[name] = arr
+    return y, ids
+
+
+def _open_remote(source: Any, storage_options: dict | None) -> FeatureStore:
+    """:func:`open_store` for a URL or a zarr Store object (:mod:`wideml.storage.remote_store`)."""
+    meta = read_remote_store(source, storage_options)
+    url = meta.location.url
+    n, p = int(meta.shape[0]), int(meta.shape[1])
+    y, ids = _labels_and_ids(url, meta.smalls, n, p)
+    chunks = (int(meta.chunks[0]), int(meta.chunks[1]))
+    X = da.from_array(meta.reader, chunks=chunks, lock=False, asarray=True, meta=np.empty((0, 0), dtype=meta.dtype),
+                      name=f"wideml-X-{url}-{meta.token}")
+    if chunks[0] >= n:
+        DIRECT_READERS[X.name] = meta.reader
+    else:
+        warnings.warn(
+            f"X in {url!r} is chunked along samples ({chunks[0]} of {n} rows per chunk), so every pass stitches "
+            f"{-(-n // chunks[0])} chunks into each feature stripe; for faster passes rechunk a local copy "
+            "(`wideml rechunk`) to full-height feature chunks.",
+            PerformanceWarning,
+            stacklevel=3,
+        )
+    feature_shape = checked_feature_shape(url, meta.attrs.get("feature_shape"), p)
+    check_spatial_record(meta.attrs, meta.keys, p, f"the store at {url}")
+    check_table_record(meta.attrs, p, f"the store at {url}")
+    return FeatureStore(path=url, format="zarr", X=X, y=y, sample_ids=ids[schema.SAMPLE_IDS_NAME],
+                        feature_ids=ids[schema.FEATURE_IDS_NAME], feature_shape=feature_shape, stored_chunks=chunks,
+                        attrs=meta.attrs, codec=meta.reader.describe_codec(), remote=meta.location,
+                        reader=meta.reader)
 
 
 def _mtime_token(path: Path) -> str:

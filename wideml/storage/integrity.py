@@ -9,7 +9,8 @@ What is covered
 ---------------
 * zarr v3 arrays with the ``default`` chunk-key encoding (``c/i/j`` or
   ``c.i.j``) or the ``v2`` encoding (``i.j`` or ``i/j``), and zarr v2 arrays
-  (ingest sources), on a local filesystem;
+  (ingest sources), on a local filesystem, or on an object store (one listing of the
+  array's prefix: :mod:`wideml.storage.remote_store`);
 * sharded zarr v3 arrays (``sharding_indexed`` as the array's only codec): every
   shard file must exist, and every inner chunk must be present in its shard's
   index (one small read of the index per shard, at open);
@@ -21,8 +22,8 @@ What is not covered
 Chunk *contents*: a chunk file of the right size with wrong values is found
 only by a checksum (the ``crc32c`` codec, verified on read by
 :mod:`wideml.storage.reader`), and a truncated or undecodable chunk only when it
-is read. Other chunk-key encodings and stores that are not local folders are
-left to zarr (and so are read as zarr reads them).
+is read. Other chunk-key encodings are left to zarr (and so are read as zarr
+reads them).
 """
 
 from __future__ import annotations
@@ -212,8 +213,19 @@ def missing_error(key, shape, chunks, what: str, more: int = 0, unit: str = "chu
     )
 
 
-def _empty_inner_chunk(layout: ChunkLayout, key: tuple[int, ...]) -> tuple[int, ...] | None:
-    """Index (in the array's inner-chunk grid) of the first inner chunk absent from shard ``key``'s index, or None."""
+def _read_index(path: str, size: int, at_end: bool) -> bytes:
+    """The ``size`` bytes of a shard file's index (at its end or its start)."""
+    with open(path, "rb") as f:
+        if at_end:
+            f.seek(-size, os.SEEK_END)
+        return f.read(size)
+
+
+def _empty_inner_chunk(layout: ChunkLayout, key: tuple[int, ...], read_index=_read_index) -> tuple[int, ...] | None:
+    """Index (in the array's inner-chunk grid) of the first inner chunk absent from shard ``key``'s index, or None.
+
+    ``read_index(path, size, at_end)`` returns the index's bytes (a ranged read on an object store).
+    """
     counts = [-(-g // c) for g, c in zip(layout.grid, layout.inner)]
     n_inner = 1
     for k in counts:
@@ -221,10 +233,7 @@ def _empty_inner_chunk(layout: ChunkLayout, key: tuple[int, ...]) -> tuple[int, 
     size = 16 * n_inner + (4 if layout.index_crc else 0)
     path = chunk_path(layout, key)
     try:
-        with open(path, "rb") as f:
-            if layout.index_at_end:
-                f.seek(-size, os.SEEK_END)
-            raw = f.read(size)
+        raw = read_index(path, size, layout.index_at_end)
     except OSError:
         raise StoreError(f"shard {tuple(key)} of the array at {layout.array_dir} cannot be read (its index is missing or "
                          "truncated); restore the store from a copy or write it again.") from None
@@ -240,7 +249,7 @@ def _empty_inner_chunk(layout: ChunkLayout, key: tuple[int, ...]) -> tuple[int, 
     return None
 
 
-def check_layout_complete(layout: ChunkLayout, what: str) -> None:
+def check_layout_complete(layout: ChunkLayout, what: str, present: set | None = None, read_index=_read_index) -> None:
     """Raise StoreError naming the first missing chunk (or shard, or inner chunk of a shard) of a zarr array.
 
     Parameters
@@ -249,13 +258,22 @@ def check_layout_complete(layout: ChunkLayout, what: str) -> None:
         From :func:`chunk_layout`.
     what : str
         How the error names the array, e.g. ``"X of the store at /data/t.zarr"``.
+    present : set of tuple, optional
+        The chunk (or shard) indices that exist, when the caller listed them
+        (an object store: :mod:`wideml.storage.remote_store`); else the local
+        folder is listed.
+    read_index : callable, optional
+        ``read_index(path, size, at_end)``: the bytes of a shard's index (default: read the local file).
     """
-    missing = missing_chunk_keys(layout)
+    if present is None:
+        missing = missing_chunk_keys(layout)
+    else:
+        missing = sorted(expected_chunk_keys(layout.shape, layout.grid) - set(present))
     if missing:
         raise missing_error(missing[0], layout.shape, layout.grid, what, len(missing) - 1, layout.unit)
     if layout.inner is not None:
         for key in sorted(expected_chunk_keys(layout.shape, layout.grid)):
-            inner = _empty_inner_chunk(layout, key)
+            inner = _empty_inner_chunk(layout, key, read_index)
             if inner is not None:
                 raise missing_error(inner, layout.shape, layout.inner, f"{what} (inside shard {tuple(key)})")
 

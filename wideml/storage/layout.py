@@ -27,6 +27,7 @@ import numpy as np
 
 from wideml.exceptions import StoreError, WidemlError
 from wideml.storage.featurestore import FeatureStore
+from wideml.storage.feature_table import TABLE_ATTR
 
 #: Store attrs that make up a spatial reference (whichever are present).
 SPATIAL_KEYS = ("affine", "mask", "mask_sha256", "volume_shape", "spatial_reference")
@@ -100,6 +101,9 @@ def layout_of(X) -> FeatureLayout | None:
     """The feature layout of training or new data: a FeatureStore, a pandas DataFrame or any 2-D array (metadata only)."""
     if isinstance(X, FeatureStore):
         spatial = {k: X.attrs[k] for k in SPATIAL_KEYS if k in X.attrs} or None
+        table = X.attrs.get(TABLE_ATTR)
+        if isinstance(table, dict):  # which features these are (variants' alleles, grayordinates), not the table's info
+            spatial = {**(spatial or {}), TABLE_ATTR: {"kind": table.get("kind"), "columns_sha256": table.get("columns_sha256")}}
         spatial_sha = _sha256_json(spatial) if spatial else None
         if spatial and len(json.dumps(spatial)) > SPATIAL_INLINE_CHARS:
             spatial = {"sha256": spatial_sha}
@@ -158,6 +162,10 @@ def check_layout(model: FeatureLayout | None, data: FeatureLayout | None, *, dat
                           f"{tuple(model.feature_shape)} (the same {data.n_features} features laid out differently); {OVERRIDE_HINT}.")
     if model.spatial_sha256 and data.spatial_sha256 and model.spatial_sha256 != data.spatial_sha256:
         keys = ", ".join(sorted(set(model.spatial or {}) | set(data.spatial or {}))) or "affine/mask"
+        if keys == TABLE_ATTR:
+            raise WidemlError(f"the feature table of {data_name} (e.g. variants' positions or counted alleles) differs from the one "
+                              f"{model_name} was trained on, so its columns would be read as other features (a flipped allele, "
+                              f"another genome build or surface); {OVERRIDE_HINT}.")
         raise WidemlError(f"the spatial reference ({keys}) of {data_name} differs from the one {model_name} was trained on; {OVERRIDE_HINT}.")
     if model.ids_sha256 and data.ids_sha256 and model.ids_sha256 != data.ids_sha256:
         how = (f"are {model_name}'s feature ids in another order" if model.ids_sorted_sha256 == data.ids_sorted_sha256

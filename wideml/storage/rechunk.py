@@ -248,6 +248,8 @@ def copy_to_store(
 
 def store_reader(store):
     """A picklable block reader over the X of an open :class:`~wideml.storage.featurestore.FeatureStore`."""
+    if store.remote is not None:  # on an object store: its own reader, with the storage options it was opened with
+        return store.reader
     if store.format == "zarr":
         return ZarrReader(str(store.path), schema.X_NAME, store.X.shape, store.dtype, store.stored_chunks,
                           missing=store.missing_chunks)

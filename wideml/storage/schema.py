@@ -28,6 +28,7 @@ _FILE_MODULES = {
     "EmbeddingClassifier": "estimators.classifier", "EncoderClassifier": "estimators.encoder",
     "KernelPCA": "estimators.kpca", "KPCATrick": "estimators.kpca_trick", "LMNN": "estimators.kpca_trick",
     "DNE": "estimators.kpca_trick", "KernelLOL": "estimators.kernel_lol",
+    "LOLRegressor": "estimators.regression", "RP": "estimators.rp",
 }
 
 
