@@ -46,6 +46,7 @@ from wideml.maps.outputs import MapOutputs
 from wideml.maps.plot import resolve_plotter
 from wideml.maps.spaces import SPACE_WRITERS, space_files
 from wideml.models.persistence import estimator_layout, load_model
+from wideml.storage.urls import local_output
 from wideml.storage.atomic import atomic_output, check_output, refuse_url_output
 from wideml.storage.model_space import layout_feature_ids, layout_feature_table, layout_spatial
 
@@ -93,7 +94,7 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
     else:
         notes = []
     refuse_url_output(out_dir)  # never a local folder named 's3:'
-    out_dir = Path(out_dir).expanduser().absolute()
+    out_dir = Path(local_output(out_dir)).expanduser().absolute()  # file:// is local; other URLs are refused
     check_output(out_dir, overwrite)  # before loading anything
     if isinstance(model, (str, os.PathLike)):
         model = load_model(model)
