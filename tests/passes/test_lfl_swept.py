@@ -15,7 +15,7 @@ import pytest
 import wideml.passes.lfl as lfl_mod
 from wideml import open_store, write_store
 from wideml.passes.blocks import NonFiniteError
-from wideml.passes.keyed_random import sparse_sign_rows
+from wideml.passes.keyed_random import sparse_sign_columns
 from wideml.passes.lfl import lfl_fit_pass
 
 SEED, K_RAND, DENSITY = 5, 4, 0.05
@@ -32,7 +32,7 @@ def _oracle(X, codes, robust):
     X64 = X.astype(np.float64)
     m = X64.mean(0)
     C = np.stack([(np.median if robust else np.mean)(X64[codes == k], axis=0) for k in range(3)])
-    R = sparse_sign_rows(SEED, 0, X.shape[1], K_RAND, DENSITY).toarray()
+    R = sparse_sign_columns(SEED, 0, X.shape[1], K_RAND, DENSITY).toarray()
     return m, C, X64 @ C.T, X64 @ R, R
 
 
@@ -42,7 +42,7 @@ def _spy(monkeypatch):
 
     def spy(*args):
         out = real(*args)
-        calls.append((args[-1], out is None))
+        calls.append((args[9], out is None))  # (block, offset, codes, n_classes, robust, seed, k, density, out_group, inplace, scheme)
         return out
 
     monkeypatch.setattr(lfl_mod, "_lfl_swept_chunk", spy)

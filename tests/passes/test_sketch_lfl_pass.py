@@ -5,7 +5,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from wideml.passes.keyed_random import gaussian_rows, sparse_sign_rows
+from wideml.passes.keyed_random import gaussian_rows, sparse_sign_columns, sparse_sign_rows
 from wideml.passes.lfl import lfl_fit_pass, lfl_project_pass
 from wideml.passes.sketch import sketch_pass
 
@@ -138,7 +138,7 @@ def test_lfl_fit_and_project_match_raw_products(robust, precision, tol):
     X64 = X.astype(np.float64)
     _, m, means, meds = _dense(X, codes, "class")
     C = meds if robust else means
-    R = sparse_sign_rows(SEED, 0, X.shape[1], 4, 0.05).toarray()
+    R = sparse_sign_columns(SEED, 0, X.shape[1], 4, 0.05).toarray()
     Xd = da.from_array(X, chunks=(60, 77))
     (st,) = dask.compute(lfl_fit_pass(Xd, codes, 3, n_random=4, seed=SEED, density=0.05, robust=robust, out_group=None,
                                       precision=precision), scheduler="sync")

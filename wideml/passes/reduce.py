@@ -3,15 +3,13 @@
 A chunk task returns its partial sums as one :class:`Sums` (named float64
 sums, or the first non-finite entry it met); every pass adds them with the
 same :meth:`Sums.add_into` / :meth:`Sums.combine` and reads the total with
-:meth:`Sums.finish`. A pass makes one task per feature chunk. Its chunk
-results, small (n-sized, n x K: :func:`sum_chunk_results`) or n x n, are
-added into a few sequential lanes, one accumulator per task the scheduler
-runs at once (:func:`fold_in_lanes`), so they never pile up; the lanes'
-totals (and other small partial results) are summed in a tree of bounded
-fan-in (:func:`tree_reduce`). The lanes can be made resumable by a
-checkpoint: they are then saved and resumed by
-:mod:`wideml.passes.lane_checkpoints`, with the same grouping (so the same
-bits) as without one.
+:meth:`Sums.finish`. A pass makes one task per feature chunk. Small partial
+results (n-sized, n x K) are summed in a tree of bounded fan-in
+(:func:`tree_reduce`, :func:`sum_chunk_results`); n x n partial sums are added
+into a few sequential lanes, one accumulator per task the scheduler runs at
+once (:func:`fold_in_lanes`), so they never pile up. Either can be made
+resumable by a checkpoint: its lanes are then saved and resumed by
+:mod:`wideml.passes.lane_checkpoints`.
 """
 
 from __future__ import annotations
@@ -136,21 +134,23 @@ def tree_reduce(parts: Sequence[Any], combine: Callable[..., Any] = Sums.combine
 
 
 def sum_chunk_results(fn: Callable[..., Sums], arg_lists: Sequence[tuple], checkpoint: Any = None) -> Any:
-    """Sum ``fn(*args)`` (one :class:`Sums` per chunk), folded in lanes (:func:`fold_in_lanes`), resumable or not.
+    """Sum ``fn(*args)`` (one :class:`Sums` per chunk): independent chunk tasks in a bounded tree, or, resumable, folded in lanes.
 
-    For passes whose partial results are small (n-sized, n x K). With a
-    ``checkpoint`` the lanes are saved into it, so a resumed pass does not
-    read a chunk a saved lane holds. Without one the chunks are grouped and
-    added in exactly the same order, so a checkpointed fit (``wideml fit`` on
-    a local store) and one that is not (the API, a store on an object store)
-    give the same bits.
+    For passes whose partial results are small (n-sized, n x K): one task per
+    entry of ``arg_lists``, reduced by :func:`tree_reduce`. With a
+    ``checkpoint`` the chunks are folded in lanes saved into it
+    (:func:`fold_in_lanes`), so a resumed pass does not read a chunk a saved
+    lane holds.
 
     Returns
     -------
     dask.delayed.Delayed
         Computes to the total :class:`Sums`.
     """
-    return fold_in_lanes(fn, arg_lists, checkpoint=checkpoint)
+    if checkpoint is not None:
+        return fold_in_lanes(fn, arg_lists, checkpoint=checkpoint)
+    task = dask.delayed(fn, pure=True)
+    return tree_reduce([task(*args) for args in arg_lists])
 
 
 def parallel_slots() -> int:
@@ -224,8 +224,7 @@ def fold_in_lanes(fn: Callable[..., Any], arg_lists: Sequence[tuple], add_into: 
                               encode=Sums.to_state, decode=Sums.from_state)
     else:
         lanes = max(1, min(int(lanes or parallel_slots()), len(arg_lists)))
-        # not pure: a lane adds into its first chunk's result in place, so no two folds may share that task
-        step = dask.delayed(_fold_step, pure=False)
+        step = dask.delayed(_fold_step, pure=True)
         accs = [None] * lanes
         for i, args in enumerate(arg_lists):
             accs[i % lanes] = step(accs[i % lanes], add_into, fn, *args)
