@@ -17,6 +17,10 @@ from wideml.cli.interrupts import EXIT_STATUS, install_early_handlers, interrupt
 
 if __name__ == "__main__":  # ``python -m wideml.cli.main``: signals handled from here on, as the console script does
     install_early_handlers()
+    import os as _os
+
+    if _os.environ.get("WIDEML_TEST_STARTED_MARK"):  # tests: say that the early handlers are in place (then imports follow)
+        open(_os.environ["WIDEML_TEST_STARTED_MARK"], "w").close()
 
 import argparse
 import importlib
