@@ -22,7 +22,7 @@ import numpy as np
 
 from wideml.passes.blocks import feature_stripes, materialise, shared, sub_stripe_width
 from wideml.passes.chunkmath import work_dtype
-from wideml.passes.gram import GramStats, MedianSet, _chunk_stats, gram_lanes
+from wideml.passes.gram import GramStats, MedianSet, chunk_stats, gram_lanes
 from wideml.passes.keyed_random import gaussian_columns, sparse_sign_columns
 from wideml.passes.lfl import _sparse_t_times, _times_sparse
 from wideml.passes.loadings import centred_product
@@ -84,7 +84,7 @@ def _random_products(block, offset: int, matrices, precision: str, width: int) -
 def _sweep_chunk(stripe, offset, codes, n_classes, median_sets, precision, width, matrices):
     """One chunk of the sweep: random products, then the Gram statistics (read once)."""
     block, _ = materialise(stripe)
-    stats = _chunk_stats(block, offset, codes, n_classes, median_sets, precision, None, width)  # centres a copy: block intact
+    stats = chunk_stats(block, offset, codes, n_classes, median_sets, precision, None, width)  # centres a copy: block intact
     if stats.error is not None:
         return stats
     return Sums(dict(stats.values, products=_random_products(block, int(offset), matrices, precision, width)))

@@ -94,7 +94,7 @@ class GramStats:
         return np.diag(self.G) + 2 * self.r + self.s
 
 
-def _chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_group, width=None):
+def chunk_stats(block, offset, codes, n_classes, median_sets, precision, out_group, width=None):
     """Statistics of one chunk, computed in sub-stripes of at most ``width`` features (memory budget)."""
     block, owned = materialise(block)
     dt = work_dtype(block.dtype, precision)
@@ -217,7 +217,7 @@ def gram_pass(
     width = sub_stripe_width(n, copies=4 + len(sets))
     codes_d, sets_d = shared(codes), shared(sets)
     args = [(s, int(o), codes_d, n_classes, sets_d, precision, out_group, width) for s, o in zip(stripes, offsets)]
-    total = fold_in_lanes(_chunk_stats, args, lanes=gram_lanes(n), checkpoint=checkpoint)
+    total = fold_in_lanes(chunk_stats, args, lanes=gram_lanes(n), checkpoint=checkpoint)
     return dask.delayed(_finish, pure=True)(total, int(X.shape[1]))
 
 

@@ -59,6 +59,7 @@ from wideml.sources.surface_files import (
     OTHER_SAMPLE_SUFFIXES,
     SurfacePlan,
     Unit,
+    check_label_options,
     ends_with,
     list_data_files,
     one_line,
@@ -181,10 +182,7 @@ class CiftiSource(Source):
 
     @classmethod
     def check_options(cls, options: IngestOptions) -> None:
-        if options.labels is None and (options.label_column is not None or options.id_column is not None):
-            raise WidemlError("for CIFTI files, --label-column and --id-column name columns of the labels table; give it with --labels FILE.")
-        if options.id_column is not None and options.label_column is None:
-            raise WidemlError("--id-column needs --label-column (the labels table's label column); give both.")
+        check_label_options("CIFTI", options)
 
     @classmethod
     def open(cls, location: Location, options: IngestOptions) -> CiftiSource:

@@ -202,6 +202,14 @@ class LabelSpec:
     table: tuple | None
 
 
+def check_label_options(kind: str, options: IngestOptions) -> None:
+    """Refuse --label-column / --id-column without the labels table they name (``kind``: "CIFTI", "GIFTI")."""
+    if options.labels is None and (options.label_column is not None or options.id_column is not None):
+        raise WidemlError(f"for {kind} files, --label-column and --id-column name columns of the labels table; give it with --labels FILE.")
+    if options.id_column is not None and options.label_column is None:
+        raise WidemlError("--id-column needs --label-column (the labels table's label column); give both.")
+
+
 def read_label_spec(options: IngestOptions) -> LabelSpec:
     """Read ``options.labels`` unless it is a participants table (``label_column`` given)."""
     if options.label_column is not None:
