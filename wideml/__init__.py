@@ -22,9 +22,11 @@ if TYPE_CHECKING:  # for type checkers and the import contract (import-linter se
         cross_validate_encoder,
         two_sample_test,
     )
+    from wideml.estimators.compare import compare
     from wideml.inputs.images import images_to_array
     from wideml.models.persistence import load_model, save_model
     from wideml.maps import write_maps
+    from wideml.report import report
     from wideml.runtime.settings import config
     from wideml.storage import FeatureStore, create_store, open_store, write_store
     from wideml.sources.ingest import ingest
@@ -48,7 +50,9 @@ _LAZY = {
     "save_model": "wideml.models.persistence",
     "ignore_feature_layout": "wideml.storage.layout",
     "write_maps": "wideml.maps",
+    "report": "wideml.report",  # the function; the package wideml.report is callable alike
     "images_to_array": "wideml.inputs.images",
+    "compare": "wideml.estimators.compare",
 }
 
 
@@ -98,11 +102,13 @@ __all__ = [
     "create_store",
     "ignore_feature_layout",
     "images_to_array",
+    "compare",
     "cross_validate_dims",
     "ingest",
     "load_model",
     "open_store",
     "rechunk",
+    "report",
     "save_model",
     "two_sample_test",
     "write_maps",

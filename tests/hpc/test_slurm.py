@@ -4,12 +4,15 @@
   the same predictions, the same cv table);
 * SIGINT or SIGTERM while the job starts: exit 130 / 143, one line, and no job left in the queue;
 * no worker in time: one sentence naming the queue and ``squeue``, and the pending job is cancelled;
-* a job the batch system refuses (unknown partition): one sentence quoting sbatch.
+* a job the batch system refuses (unknown partition): one sentence quoting sbatch, and nothing left in
+  ``$TMPDIR`` (the scheduler's scratch space and the job scripts live in a folder wideml owns), as after
+  a run that succeeds.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -56,11 +59,16 @@ def test_fit_and_cv_on_slurm_equal_the_threaded_run(slurm, store, tmp_path, rest
     from wideml import load_model
     from wideml.cli.main import main
 
-    config = _config(tmp_path)
+    tmpdir, workers = tmp_path / "tmpdir", tmp_path / "workers"
+    tmpdir.mkdir()
+    # the workers' scratch space goes where local-directory says (a compute node's own temporary folder by default;
+    # here the node is this machine, and sbatch passes TMPDIR on): kept apart to see what the submitting side leaves
+    config = _config(tmp_path, f"      local-directory: {workers}\n")
     assert main(["fit", "lol", store, "-o", str(tmp_path / "threads.model"), "--n-components", "3", "--no-progress"]) == 0
     proc = run_cli("--config", config, "fit", "lol", store, "-o", tmp_path / "slurm.model", "--n-components", "3",
-                   "--scheduler", "slurm", timeout=240)
+                   "--scheduler", "slurm", timeout=240, env={"TMPDIR": str(tmpdir)})
     assert proc.returncode == 0, proc.stderr
+    assert os.listdir(tmpdir) == []  # no dask-scratch-space, no job script
     assert "1 SLURM job" in proc.stderr  # the scheduler line names the job it ran on
     reference, on_slurm = load_model(tmp_path / "threads.model"), load_model(tmp_path / "slurm.model")
     a, b = np.asarray(reference.embedding_.components_), np.asarray(on_slurm.embedding_.components_)
@@ -135,6 +143,27 @@ def test_a_refused_job_is_one_sentence(slurm):
     assert message.startswith("sbatch refused the dask worker job (sbatch: error:"), message
     assert "partition" in message and "cluster.slurm" in message and "\n" not in message
     assert _no_jobs_left(slurm) == []
+
+
+def test_a_refused_job_on_the_command_line_leaves_nothing(slurm, store, tmp_path, monkeypatch, capsys,
+                                                          restore_dask_config):
+    import tempfile
+
+    from wideml.cli.main import main
+
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))  # $TMPDIR, for wideml and for dask alike
+    config = _config(tmp_path, "      queue: no-such-partition\n")
+    assert main(["--config", config, "fit", "lol", store, "-o", str(tmp_path / "m.model"), "--scheduler", "slurm",
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("wideml: error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert errors[0].startswith("wideml: error: sbatch refused the dask worker job (sbatch: error:"), errors[0]
+    assert "partition" in errors[0] and "cluster.slurm" in errors[0]
+    assert os.listdir(tmpdir) == []
+    assert not (tmp_path / "m.model").exists() and _no_jobs_left(slurm) == []
 
 
 def test_no_job_log_is_left_behind(slurm, tmp_path):

@@ -11,9 +11,11 @@ from wideml.sims.rng import TILE
 
 P = 2 * TILE + 52  # three generation tiles, the last one partial
 
-CASES = [(name, {}, P) for name in SETTINGS if name != "rotated-trunk"] + [
+CASES = [(name, {}, P) for name in SETTINGS if name not in ("rotated-trunk", "decay-dense")] + [
     ("rotated-trunk", {}, TILE + 76),  # exact dense Haar (p <= dense_max)
     ("rotated-trunk", {"dense_max": 0}, P),  # tile-wise Kronecker-Haar path
+    ("decay-dense", {}, TILE + 76),
+    ("decay-dense", {"dense_max": 0}, P),
     ("enc-uniform-transformed", {"dense_max": 0}, P),  # block-diagonal transform path
     ("enc-normal-transformed", {"dense_max": 0}, P),
     ("toeplitz", {"rho": 0.97}, P),  # longer look-back

@@ -101,7 +101,7 @@ def test_setting_specific_checks():
 
 
 def test_registry_entries_describe_themselves():
-    assert len(SETTINGS) == 16
+    assert len(SETTINGS) == 18
     for name, setting in SETTINGS.items():
         assert setting.name == name and setting.description and setting.reference and setting.default_n_features > 0
         assert isinstance(dict(setting.defaults), dict)

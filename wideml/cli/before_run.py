@@ -43,18 +43,32 @@ INPUT_ARGS = ("store", "model", "input", "source", "labels", "mask", "config")
 
 
 def refuse_url_outputs(args: argparse.Namespace) -> None:
-    """Refuse an output or work folder given as a URL (``s3://...``) in one sentence: outputs are local for now.
+    """Check outputs given as URLs (``s3://...``; written by :mod:`wideml.storage.remote_write`), before anything is made.
 
-    A ``file://`` URL, as an output, a work folder or an input, is replaced (in ``args``) by the local path it
-    names, so every later check and write sees that path (never a relative folder named ``file:``).
+    An object-store output's backend is checked (one sentence naming the extra), so nothing local is ever made
+    for it (never a folder named ``s3:``). A ``file://`` URL, as an output, a work folder or an input, is replaced
+    (in ``args``) by the local path it names, so every later check and write sees that path (never a relative
+    folder named ``file:``).
     """
-    from wideml.storage.atomic import refuse_url_output
-    from wideml.storage.urls import is_url, local_path_of
+    from wideml.exceptions import ConfigError
+    from wideml.storage.remote_write import is_remote
+    from wideml.storage.urls import is_url, local_path_of, require_backend
 
-    for dest in (*OUTPUT_ARGS, "workdir"):
+    inputs = [(dest, v.strip().rstrip("/")) for dest in INPUT_ARGS
+              if isinstance(v := getattr(args, dest, None), str) and is_remote(v)]
+    for dest in OUTPUT_ARGS:
         value = getattr(args, dest, None)
-        if isinstance(value, str):
-            refuse_url_output(value)
+        if isinstance(value, str) and is_remote(value):
+            require_backend(value)
+            out = value.strip().rstrip("/")
+            for name, url in inputs:
+                if out == url or out.startswith(url + "/") or url.startswith(out + "/"):
+                    raise ConfigError(f"the output {value} is, holds or lies inside the input {url} (the {name}); writing it "
+                                      "would change or destroy that input: choose an output outside it.")
+    workdir = getattr(args, "workdir", None)
+    if isinstance(workdir, str) and is_remote(workdir):
+        raise ConfigError(f"work folders on object stores are not supported yet ({workdir} is a URL); pass a local "
+                          f"{CLI_OPTION} (outputs may be URLs: the checkpoints of a fit whose output is a URL go in the local work folder).")
     for dest in (*OUTPUT_ARGS, "workdir", *INPUT_ARGS):
         value = getattr(args, dest, None)
         if isinstance(value, str) and is_url(value) and local_path_of(value) is not None:

@@ -33,7 +33,8 @@ from wideml._version import __version__
 from wideml.exceptions import PerformanceWarning, WidemlError
 
 #: Modules under wideml.cli that each add subcommands through ``register(subparsers, common)``.
-COMMAND_MODULES = ("store_commands", "ingest_commands", "simulate", "model_commands", "clean_command", "maps_command", "test_command")
+COMMAND_MODULES = ("store_commands", "ingest_commands", "simulate", "model_commands", "clean_command", "maps_command", "test_command",
+                   "compare_command", "report_command")
 
 #: argparse destinations holding file-system paths: made absolute once, right after parsing, so no
 #: handler (and no dask graph) ever sees a relative path. A subcommand may add its own with
@@ -344,6 +345,7 @@ def _main(argv: list[str] | None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, as the run's report records it
     warnings.simplefilter("always", PerformanceWarning)
     warnings.formatwarning = lambda msg, cat, *a, **k: f"wideml: warning: {msg}\n"
     # the console script (argv None) exits right after the run: a signal that comes later is ignored

@@ -33,7 +33,15 @@ def run_maps(args: argparse.Namespace) -> int:
 
     files = write_maps(args.model, args.output, top=args.top, overwrite=args.overwrite,
                        plot=None if args.png == "none" else args.png)
-    manifest = json.loads((files[-1].parent / MANIFEST).read_text())
+    if isinstance(files[-1], str):  # put in place on an object store: read the manifest back from there
+        import fsspec
+
+        from wideml.storage.urls import protocol_of, storage_options
+
+        with fsspec.open(files[-1].rsplit("/", 1)[0] + "/" + MANIFEST, "rb", **storage_options(None, protocol_of(files[-1]))) as fh:
+            manifest = json.loads(fh.read())
+    else:
+        manifest = json.loads((files[-1].parent / MANIFEST).read_text())
     for entry in manifest["maps"]:
         intercept = f" (intercept b = {entry['intercept']!r})" if "intercept" in entry else ""
         print(f"{entry['name']}: {', '.join(entry['files'])}{intercept}")

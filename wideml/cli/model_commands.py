@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from wideml.cli.argtypes import positive_int as _positive_int
+from wideml.cli.report_command import add_report_option, check_report_option, cv_facts, fit_provenance, run_record, write_after_run
 from wideml.exceptions import WidemlError
 
 
@@ -30,12 +31,15 @@ def register(sub, common) -> None:
     from wideml.cli.registry import METHODS
 
     p = sub.add_parser("fit", parents=[common], help="fit a method on a store and save the model (a zarr group)")
-    p.add_argument("method", help=f"one of: {', '.join(METHODS)}")
+    p.add_argument("method", help=f"one of: {', '.join(METHODS)}, lolreg (LOL regression of a numeric target)")
     p.add_argument("store", help="training feature store (must hold labels y): a path, or a URL such as s3://bucket/s.zarr")
     p.add_argument("-o", "--output", required=True, help="model directory to write")
     p.add_argument("--n-components", type=_positive_int,
                    help="embedding dimension d (default: number of classes; kpca-*: 100 KPCA components, or all non-zero ones up to 200 samples; kernel-lol: 10)")
     p.add_argument("--classifier", choices=("lda", "qda"), help="classifier on the embedding (default: qda for qoq, else lda)")
+    from wideml.cli import lolreg
+
+    lolreg.add_options(p, _positive_int)
     p.add_argument("--no-robust", action="store_true", help="class means instead of medians for LOL/QOQ centroid differences")
     p.add_argument("--orthogonalize", action="store_true", help="orthonormalise the LOL/QOQ directions")
     p.add_argument("--precision", choices=("auto", "float64", "float32"), default="auto",
@@ -64,6 +68,7 @@ def register(sub, common) -> None:
     p.add_argument("--no-resume", action="store_true",
                    help="start over even if <output>.wideml-work holds checkpoints of an interrupted run of the same fit")
     p.add_argument("--workdir", metavar="DIR", help="parent folder of this run's work folders (wideml-fit-*; default from config workdir, else the system temporary directory)")
+    add_report_option(p)
     p.set_defaults(handler=run_fit)
 
     p = sub.add_parser("transform", parents=[common], help="embed a store with a fitted model (one pass)")
@@ -104,6 +109,7 @@ def register(sub, common) -> None:
     p.add_argument("--no-resume", action="store_true",
                    help="start over even if the work folder (wideml-cv-*) holds checkpoints of an interrupted run of the same cv")
     p.add_argument("--workdir", metavar="DIR", help="parent folder of this run's work folders (wideml-fit-*; default from config workdir, else the system temporary directory)")
+    add_report_option(p)
     p.set_defaults(handler=run_cv)
 
 
@@ -163,6 +169,12 @@ def _build(method_name: str, args, n_samples: int | None = None) -> object:
     from wideml.estimators.classifier import EmbeddingClassifier
     from wideml.cli.registry import get_method
 
+    from wideml.cli import lolreg
+
+    if method_name == lolreg.LOLREG:
+        emb = lolreg.build(args)
+        _set_solver_limits(method_name, emb, args)
+        return emb
     method = get_method(method_name)
     kernels = getattr(args, "kernels", None)
     emb = method.build(
@@ -184,19 +196,21 @@ def run_fit(args: argparse.Namespace) -> int:
     from wideml.models.persistence import save_model
 
     _check_new_output(args.output, args.overwrite)
+    check_report_option(args)
     store = open_store(args.store)
     est = _build(args.method, args, store.n_samples)
-    if store.y is None:
-        raise WidemlError(f"store {args.store!r} holds no labels y; fitting needs a labelled store.")
+    from wideml.cli.lolreg import fit_target
+
+    target = fit_target(args, store)  # the store's labels; for lolreg, its numeric target (or --target FILE)
     from wideml.runtime.checkpoint import resumable
 
-    from wideml.runtime.owned_names import checkpoint_folder
-
-    work = checkpoint_folder(Path(args.output).resolve())  # beside the output: a rerun of the same command finds it
+    work = _fit_work_folder(args.output)
     with resumable(work, resume=not getattr(args, "no_resume", False)):
-        est.fit(store, store.y)
+        with run_record(args) as record:
+            est.fit(store, target)
         save_model(est, args.output, overwrite=args.overwrite,
-                   provenance={"store": _store_name(args.store), "n_samples": store.n_samples, "n_features": store.n_features})
+                   provenance={"store": _store_name(args.store), "n_samples": store.n_samples, "n_features": store.n_features}
+                   | fit_provenance(args, record))
     _report_reads()
     from wideml.estimators.classifier import EmbeddingClassifier
 
@@ -211,7 +225,24 @@ def run_fit(args: argparse.Namespace) -> int:
     detail.append(f"{passes} pass{'' if passes == 1 else 'es'} over X")
     print(f"fitted {args.method} on {store.n_samples} samples x {store.n_features} features ({'; '.join(detail)}); "
           f"model written to {args.output}")
+    write_after_run(args, model=args.output)
     return 0
+
+
+def _fit_work_folder(output: str) -> str:
+    """Where ``wideml fit`` keeps its checkpoints: beside a local output (``<output>.wideml-work``); for an output on an
+    object store, ``wideml-resume-<key>`` in the work folder, the key naming the output's URL (a rerun finds it)."""
+    import hashlib
+    import os
+
+    from wideml.runner.workdir import resolve_workdir
+    from wideml.runtime.owned_names import checkpoint_folder
+    from wideml.storage.remote_write import is_remote
+
+    if is_remote(output):
+        key = hashlib.sha256(output.strip().rstrip("/").encode()).hexdigest()[:16]
+        return os.path.join(resolve_workdir(None), f"wideml-resume-{key}")
+    return checkpoint_folder(Path(output).resolve())  # beside the output: a rerun of the same command finds it
 
 
 def _store_name(store: str) -> str:
@@ -327,7 +358,13 @@ def run_predict(args: argparse.Namespace) -> int:
     else:
         for i in range(len(pred)):
             print(f"{ids[i]}\t{pred[i]}")
-    if store.y is not None:
+    from wideml.cli.lolreg import is_regression_model, report_predictions
+
+    if is_regression_model(model):  # a LOLRegressor predicts numbers: its error, not an accuracy
+        line = report_predictions(model, store, pred)
+        if line:
+            print(line, file=sys.stderr)
+    elif store.y is not None:
         unseen = sorted(set(np.unique(store.y).tolist()) - set(model.classes_.tolist()))
         acc = float(np.mean(pred.astype(str) == store.y.astype(str)))
         note = f" (labels {unseen} were not seen in training)" if unseen else ""
@@ -347,6 +384,7 @@ def run_cv(args: argparse.Namespace) -> int:
 
     _check_new_output(args.output, args.overwrite)
     _check_new_output(args.plot, args.overwrite)
+    check_report_option(args)
     names = list(dict.fromkeys(m.strip() for m in args.methods.split(",") if m.strip()))
     if not names:
         raise WidemlError(f"--methods {args.methods!r} names no method; give a comma-separated list such as lol,pca,rrlda.")
@@ -363,7 +401,7 @@ def run_cv(args: argparse.Namespace) -> int:
         _build(name, args, store.n_samples).validate_parameters()
     from wideml.runtime.checkpoint import resumable
 
-    with resumable(_cv_work_folder(args), resume=not args.no_resume):
+    with resumable(_cv_work_folder(args), resume=not args.no_resume), run_record(args) as record:
         if estimators:
             cv = _cv_splitter(args)
             report = cross_validate_dims(estimators, store, cv=cv, classifier=args.classifier, random_state=args.seed,
@@ -378,8 +416,8 @@ def run_cv(args: argparse.Namespace) -> int:
         if other:
             out["fixed_dimension_methods"] = _cv_other(other, store, args)
     _report_reads()
+    out = out | {"store": _store_name(args.store)} | cv_facts(record, report, store)
     if args.output:
-        out = out | {"store": _store_name(args.store)}
         _write_atomic(args.output, lambda fh: fh.write(json.dumps(out, indent=2).encode()))
         print(f"report written to {args.output}")
     if args.plot:
@@ -390,6 +428,7 @@ def run_cv(args: argparse.Namespace) -> int:
                  f"{report.cv_name}, {report.classifier.upper()} on the embedding, {passes}")
         _write_atomic(args.plot, lambda fh: plot_cv(report, fh, title=title))
         print(f"plot written to {args.plot}")
+    write_after_run(args, cv=out)
     return 0
 
 

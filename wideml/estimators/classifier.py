@@ -51,6 +51,22 @@ class EmbeddingClassifier(CheckedParams, ClassifierMixin, TransformerMixin, Base
     classifier_ : fitted LinearDiscriminantAnalysis or QuadraticDiscriminantAnalysis
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.normal(size=(40, 500))
+    >>> X[y == 1, :10] += 2.0                    # the classes differ in 10 of 500 features
+    >>> clf = wideml.EmbeddingClassifier(wideml.LOL(n_components=2), classifier="lda").fit(X, y)
+    >>> clf.predict(X[:3])
+    array([0, 0, 0])
+    >>> clf.score(X, y)
+    1.0
+    >>> clf.transform(X).shape                         # the embedding the classifier works on
+    (40, 2)
     """
 
     _parameter_constraints = {

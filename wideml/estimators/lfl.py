@@ -91,6 +91,20 @@ class LFL(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
     -----
     ``fit`` makes **one pass** over X (training embedding included);
     ``transform`` makes one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.normal(size=(40, 500))
+    >>> X[y == 1, :10] += 2.0                    # the classes differ in 10 of 500 features
+    >>> lfl = wideml.LFL(n_components=3, random_state=0).fit(X, y)
+    >>> lfl.transform(X).shape
+    (40, 3)
+    >>> lfl.n_fit_passes_                              # centroid differences and the sparse projection in one pass
+    1
     """
 
     n_fit_passes = 1

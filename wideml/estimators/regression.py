@@ -102,6 +102,19 @@ class LOLRegressor(RegressorMixin, LOL):
     ``fit`` makes the passes over X that :class:`LOL` makes (2 with the Gram
     solver); the bins and the least squares need none. ``predict`` and
     ``transform`` make 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 300))
+    >>> y = X[:, :5].sum(axis=1) + 0.1 * rng.normal(size=60)     # a continuous target
+    >>> reg = wideml.LOLRegressor(n_components=2, n_bins=5).fit(X, y)
+    >>> reg.n_bins_                                              # LOL on 5 percentile classes of y
+    5
+    >>> reg.predict(X).shape                                     # then least squares on the embedding
+    (60,)
     """
 
     second_moment = "linear"  # not a parameter: the regression uses LOL's class-centred second moment

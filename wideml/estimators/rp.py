@@ -72,6 +72,20 @@ class RP(FittedState, CheckedParams, TransformerMixin, BaseEstimator):
     Notes
     -----
     ``fit`` makes **one pass** over X; ``transform`` makes one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.normal(size=(40, 500))
+    >>> X[y == 1, :10] += 2.0                    # the classes differ in 10 of 500 features
+    >>> rp = wideml.RP(n_components=3, random_state=0).fit(X)
+    >>> rp.transform(X).shape
+    (40, 3)
+    >>> np.allclose(wideml.RP(2, random_state=0).fit(X).transform(X), rp.transform(X)[:, :2])   # nested in d
+    True
     """
 
     n_fit_passes = 1

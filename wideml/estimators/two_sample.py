@@ -191,6 +191,23 @@ def two_sample_test(X, y=None, *, projection="lol", n_components: int | None = N
     cost their fit on the learning half plus one transform pass (``split``),
     or a fit per permutation (``permutation``; one fit for an unsupervised
     embedding). ``n_passes`` of the result records the count.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.normal(size=(40, 500))
+    >>> X[y == 1, :10] += 2.0                    # the classes differ in 10 of 500 features
+    >>> res = wideml.two_sample_test(X, y, projection="lol", n_components=2)   # learn on one half, test the other
+    >>> res.method, res.n_passes
+    ('split', 1)
+    >>> bool(res.p_value < 0.01)
+    True
+    >>> res = wideml.two_sample_test(X, y, method="permutation", n_permutations=99)
+    >>> res.n_permutations, res.n_passes                        # every relabelling from the one Gram
+    (99, 1)
     """
     check_parameters("two_sample_test", {"projection": projection, "n_components": n_components, "method": method,
                                          "n_permutations": n_permutations, "random_state": random_state}, TWO_SAMPLE_CONSTRAINTS)

@@ -163,7 +163,7 @@ def fit_input(X, y, *, require_labels: bool = True) -> FitInput:
     spatial = None
     y = labels_of(X, y)
     if isinstance(X, FeatureStore):
-        # a store on an object store is named by "url": its fits are not checkpointed (no fingerprint of its objects yet)
+        # a store on an object store is named by "url" (its checkpoints' fingerprint lists its objects: runner/resume.py)
         source = {"store": str(X.path), "format": X.format} if X.is_local else {"url": str(X.path), "format": X.format}
         spatial = X.spatial
         layout = with_space(layout, spatial, X.feature_ids, X.feature_table)

@@ -47,7 +47,8 @@ from wideml.maps.plot import resolve_plotter
 from wideml.maps.spaces import SPACE_WRITERS, space_files
 from wideml.models.persistence import estimator_layout, load_model
 from wideml.storage.urls import local_output
-from wideml.storage.atomic import atomic_output, check_output, refuse_url_output
+from wideml.storage.atomic import atomic_output, check_output
+from wideml.storage.remote_write import is_remote
 from wideml.storage.model_space import layout_feature_ids, layout_feature_table, layout_spatial
 
 
@@ -63,7 +64,8 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
     model : fitted wideml estimator, or path of a saved model
         LOL, PCA, RRLDA, LFL, EmbeddingClassifier or EncoderClassifier.
     out_dir : path-like
-        The folder to create (written aside, then renamed into place).
+        The folder to create (written aside, then renamed into place), or a URL (``s3://bucket/maps``: written
+        locally, then put in place with a completion marker last; the paths returned are then URLs).
     reference : SpatialReference, nibabel mask image or fitted NiftiMasker, optional
         The image space of the features when the model does not record one
         (e.g. fitted on in-memory ``NiftiMasker`` output): its mask must count
@@ -93,8 +95,8 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
         notes = ["matplotlib is not installed, so no PNG panels were drawn; install it with `pip install wideml[plot]`."]
     else:
         notes = []
-    refuse_url_output(out_dir)  # never a local folder named 's3:'
-    out_dir = Path(local_output(out_dir)).expanduser().absolute()  # file:// is local; other URLs are refused
+    remote = is_remote(out_dir)  # s3://...: written locally, then put in place (wideml.storage.remote_write)
+    out_dir = str(out_dir).strip().rstrip("/") if remote else Path(local_output(out_dir)).expanduser().absolute()  # file:// is local
     check_output(out_dir, overwrite)  # before loading anything
     if isinstance(model, (str, os.PathLike)):
         model = load_model(model)
@@ -137,7 +139,7 @@ def write_maps(model, out_dir: str | os.PathLike, *, reference=None, top: int = 
                "n_features": maps.n_features, "sign_convention": SIGN_CONVENTION,
                "space": _space_doc(spatial), "feature_table": table.describe() if table is not None else None, "maps": entries, "notes": maps.notes + notes}
         written.append(write_manifest(tmp, doc))
-    return [out_dir / name for name in written]
+    return [f"{out_dir}/{name}" for name in written] if remote else [out_dir / name for name in written]
 
 
 def _space_doc(spatial) -> dict | None:

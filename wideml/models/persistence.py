@@ -42,6 +42,9 @@ from wideml.storage.layout import FeatureLayout, layout_from_attrs
 from wideml.models.store import qualified_name, read_model_attrs, write_model
 from wideml.models.schema_checks import ModelSchema, SchemaViolation, check_model_contents, check_state
 from wideml.storage.model_space import SpaceViolation, read_model_space, read_model_table, with_space
+from wideml.runner.workdir import make_work_folder, own_folder, resolve_workdir
+from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
+from wideml.storage.remote_write import download_output, is_remote
 from wideml.storage.urls import is_url, local_output, local_path_of
 
 #: The model classes a model store may name at its top level, by the qualified name wideml writes.
@@ -77,15 +80,18 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False, p
     ----------
     estimator : fitted wideml estimator
         One of :data:`MODEL_CLASSES`.
-    path : path-like
-        Output directory (``.zarr`` suggested); made absolute.
+    path : path-like or str
+        Output directory (``.zarr`` suggested); made absolute. Or a URL (``s3://bucket/m.model``): the model is
+        written locally, uploaded under a temporary prefix and put in place with its completion marker last
+        (:mod:`wideml.storage.remote_write`).
     overwrite : bool, default False
     provenance : dict, optional
         Extra JSON metadata (e.g. the training store's path).
 
     Returns
     -------
-    Path
+    Path or str
+        The model's path (its URL, for an object store).
 
     Notes
     -----
@@ -95,8 +101,25 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False, p
     training store's spatial reference (attrs entry and ``mask`` array) and
     feature ids (``feature_ids`` array) when it had them
     (:mod:`wideml.storage.model_space`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.normal(size=(40, 500))
+    >>> X[y == 1, :10] += 2.0                    # the classes differ in 10 of 500 features
+    >>> clf = wideml.EmbeddingClassifier(wideml.LOL(2), classifier="lda").fit(X, y)
+    >>> path = wideml.save_model(clf, "example.model.zarr")    # a zarr group with JSON attributes: no pickle
+    >>> model = wideml.load_model(path)
+    >>> type(model).__name__
+    'EmbeddingClassifier'
+    >>> bool((model.predict(X) == clf.predict(X)).all())
+    True
     """
-    path = local_output(path)  # a file:// URL is the local path it names; any other URL is refused
+    if not is_remote(path):
+        path = local_output(path)  # a file:// URL is the local path it names
     name = qualified_name(type(estimator))
     if MODEL_CLASSES.get(name) is not type(estimator) or not hasattr(estimator, "_model_state"):
         raise StoreError(f"{type(estimator).__name__} cannot be saved as a wideml model; save one of "
@@ -109,8 +132,18 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False, p
     state, arrays = estimator._model_state()
     layout = estimator_layout(estimator)
     return write_model(path, estimator=name, params=params, state=state, arrays=arrays, overwrite=overwrite,
-                       provenance=provenance or getattr(estimator, "provenance_", None) or {},
+                       provenance=_with_pass_log(provenance or getattr(estimator, "provenance_", None) or {}, estimator),
                        feature_layout=layout.to_json() if layout is not None else None, space=layout)
+
+
+def _with_pass_log(provenance: dict, est) -> dict:
+    """``provenance`` plus, under ``"passes"``, the fit's per-pass log (``pass_log_``: what, seconds, sampled peak RSS) when it has one."""
+    log = getattr(est, "pass_log_", None)
+    if log is None and hasattr(est, "embedding_") and hasattr(est.embedding_, "get_params"):
+        log = getattr(est.embedding_, "pass_log_", None)
+    if not log or "passes" in provenance:
+        return provenance
+    return {**provenance, "passes": [dict(entry) for entry in log]}
 
 
 def estimator_layout(est) -> FeatureLayout | None:
@@ -193,8 +226,18 @@ def _refusal(path: Path, problem: str) -> StoreError:
                       "refit it (wideml loads only the classes, parameters and arrays it writes).")
 
 
-def _refuse_model_url(url: str):
-    raise StoreError(f"reading model files from object stores is not supported yet ({url} is a URL); copy the model locally.")
+def _fetch_model(url: str) -> tuple[str, str]:
+    """Copy the model at ``url`` into a fresh work folder (checked against its completion marker); (folder, local model path)."""
+    folder = make_work_folder(resolve_workdir(None))
+    register_scratch(folder)
+    local = os.path.join(folder, "model.zarr")
+    try:
+        download_output(url, local, what="model")
+    except BaseException:
+        remove_tree(folder)
+        unregister_scratch(folder)
+        raise
+    return folder, local
 
 
 def load_model(path: str | os.PathLike):
@@ -211,10 +254,42 @@ def load_model(path: str | os.PathLike):
     StoreError
         If the path is missing, is not a model, was written by a newer schema,
         or holds anything a wideml model does not (one sentence naming it);
-        or if it is a URL other than ``file://`` (models are read from local files only, for now).
+        For a URL (``s3://...``): nothing there, or a model that does not match its completion marker.
+
+    Notes
+    -----
+    A model on an object store is copied into a fresh work folder (``workdir``) first, checked object by object
+    against the sha256 sums its completion marker holds; the folder lives as long as the estimator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.normal(size=(40, 500))
+    >>> X[y == 1, :10] += 2.0                    # the classes differ in 10 of 500 features
+    >>> clf = wideml.EmbeddingClassifier(wideml.LOL(2), classifier="lda").fit(X, y)
+    >>> path = wideml.save_model(clf, "loaded.model.zarr")    # a zarr group with JSON attributes: no pickle
+    >>> model = wideml.load_model(path)
+    >>> type(model).__name__
+    'EmbeddingClassifier'
+    >>> bool((model.predict(X) == clf.predict(X)).all())
+    True
     """
+    if is_remote(path):
+        folder, local = _fetch_model(str(path))
+        try:
+            est = load_model(local)
+        except BaseException:
+            remove_tree(folder)
+            unregister_scratch(folder)
+            raise
+        own_folder(est, folder, local)
+        est.model_path_ = str(path).strip().rstrip("/")
+        return est
     if is_url(path):
-        path = local_path_of(path) or _refuse_model_url(path)
+        path = local_path_of(path)
     path = Path(path).expanduser().resolve()
     attrs, group = read_model_attrs(path)
     all_chunks = attrs.get("chunks_complete") is True

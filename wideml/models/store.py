@@ -41,6 +41,7 @@ from wideml.exceptions import StoreError
 from wideml.storage import schema
 from wideml.storage.atomic import atomic_output
 from wideml.storage.model_space import write_model_space
+from wideml.storage.remote_write import is_remote
 
 
 #: Attr marking a model saved with every chunk file written (a missing one is then damage, for any array).
@@ -94,7 +95,7 @@ def write_model(path: str | os.PathLike, *, estimator: str, params: dict, state:
     """
     import zarr
 
-    path = Path(path).expanduser().resolve()
+    path = path if is_remote(path) else Path(path).expanduser().resolve()  # a URL: written aside, then put in place
     attrs = {
         "schema": schema.MODEL_SCHEMA,
         "version": schema.MODEL_VERSION,
@@ -114,7 +115,7 @@ def write_model(path: str | os.PathLike, *, estimator: str, params: dict, state:
         if space is not None:
             attrs.update(write_model_space(group, space))
         group.attrs[schema.ATTRS_KEY] = attrs
-    return Path(path)
+    return path if is_remote(path) else Path(path)
 
 
 def _write_array(group, name: str, arr) -> None:

@@ -48,6 +48,7 @@ from wideml.runner.workdir import new_model_group
 from wideml import runtime  # runtime.compute, looked up when a pass runs (tests record the labels through it)
 from wideml.runtime import scheduler
 from wideml.runtime.checkpoint import PassCheckpoint
+from wideml.runtime.memory_watch import watch
 
 #: Below this many samples n x n algebra runs on one BLAS thread: OpenBLAS threads on small
 #: matrices gain little and, on a busy machine, spin against other work (measured up to 30x slower).
@@ -101,6 +102,11 @@ class FitPasses:
         Passes run so far. A pass whose result came from a completed checkpoint
         counts too: the fit consists of it, and ``n_fit_passes_`` states what a
         fit costs.
+    log : list of dict
+        One entry per pass run: ``pass`` (1-based), ``what`` it computed,
+        ``seconds`` of wall time and ``peak_rss_bytes``, this process's resident
+        memory sampled during the pass (:func:`wideml.runtime.memory_watch.watch`).
+        :meth:`record` hands it to the estimator as ``pass_log_``.
     """
 
     def __init__(self, estimator: Any, total: int, session: Any = None, data: Any = None, *, name: str | None = None,
@@ -111,6 +117,7 @@ class FitPasses:
         self.name = name if name is not None else f"{type(estimator).__name__} fit"
         self.first = int(first)
         self.done = 0
+        self.log: list[dict] = []
         self._data = data
 
     @property
@@ -184,14 +191,16 @@ class FitPasses:
         """
         if self.done >= self.total:
             raise RuntimeError(f"{self.name} ran more than its {self.total} pass(es) over X")
-        if step.local is not None:
-            with one_blas_thread():
-                value = step.local()
-        else:
-            checkpoint = self._checkpoint(step)
-            with self._scheduler():
-                value = _resume.run_pass(checkpoint, step, self.label(what))
+        with watch() as usage:
+            if step.local is not None:
+                with one_blas_thread():
+                    value = step.local()
+            else:
+                checkpoint = self._checkpoint(step)
+                with self._scheduler():
+                    value = _resume.run_pass(checkpoint, step, self.label(what))
         self.done += 1
+        self.log.append({"pass": self.done, "what": what, "seconds": round(usage.seconds, 6), "peak_rss_bytes": usage.peak_rss_bytes})
         return value
 
     def _scheduler(self):
@@ -227,6 +236,7 @@ class FitPasses:
             raise RuntimeError(f"{self.name} ran {self.done} of its {self.total} pass(es) over X")
         if self.estimator is not None:
             self.estimator.n_fit_passes_ = self.done
+            self.estimator.pass_log_ = list(self.log)
         return self.done
 
 

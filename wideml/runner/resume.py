@@ -31,6 +31,7 @@ from wideml.runtime.config import config_bool
 from wideml.runtime.removal import register_scratch
 from wideml.storage.featurestore import FeatureStore
 from wideml.storage.file_digest import files_digest
+from wideml.storage.remote_store import remote_objects_digest
 
 
 def store_fingerprint(path: str) -> dict:
@@ -55,9 +56,16 @@ def begin(est: Any, data: Any) -> Session | None:
 
 def fingerprint(data: Any, name: str, params: dict) -> dict | None:
     """The fingerprint (version, store, parameters) of a store-backed fit or run ``name``; None for other input."""
-    if data.in_memory or "store" not in data.source:
+    if data.in_memory or not ("store" in data.source or "url" in data.source):
         return None
-    store = dict(store_fingerprint(data.source["store"]), labels=digest(np.asarray(data.codes)), chunks=list(map(int, data.X.chunks[1])))
+    if "url" in data.source:  # a store on an object store: its objects' keys, sizes and ETags
+        objects = remote_objects_digest(data.source["url"])
+        if objects is None:
+            return None
+        where = {"url": data.source["url"], "objects": objects}
+    else:
+        where = store_fingerprint(data.source["store"])
+    store = dict(where, labels=digest(np.asarray(data.codes)), chunks=list(map(int, data.X.chunks[1])))
     return {"version": __version__, "store": store, "parameters": dict(params, estimator=name)}
 
 

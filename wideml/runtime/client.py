@@ -6,15 +6,23 @@ A leaf of the runtime's scheduler side: the compute entry point
 (:mod:`wideml.runtime.scheduler`) all ask :func:`active_client`, and it asks
 none of them. dask.distributed is imported only when a default client may
 exist (it takes most of a second to import).
+
+A scheduler with no workers would leave every computation waiting forever:
+:func:`active_client` (and :func:`wideml.runtime.scheduler.use_scheduler`)
+first wait for a worker, at most config ``cluster.wait-timeout`` seconds
+(default 60), then refuse in one sentence (:func:`require_workers`).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 
 import dask
 
+from wideml.exceptions import ConfigError
+from wideml.runtime.cluster_settings import wait_timeout
 from wideml.runtime.nested import in_worker_task
 
 
@@ -67,6 +75,56 @@ def client_for(obj):
         return client
 
 
+def _worker_count(client) -> int | None:
+    """How many workers ``client``'s scheduler has now, or None if it cannot answer (closed, connection lost)."""
+    try:
+        return len(client.nthreads())
+    except Exception:  # noqa: BLE001 - a client that cannot answer is left to fail in its own words
+        return None
+
+
+def _cached_worker_count(client) -> int:
+    """The workers in the client's last scheduler report (refreshed by the client every few seconds; no round trip)."""
+    identity = getattr(client, "_scheduler_identity", None)
+    count = identity.get("n_workers") if isinstance(identity, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+
+def require_workers(client, timeout: float | None = None) -> None:
+    """Return once ``client``'s scheduler has a worker; wait at most ``timeout`` seconds, then refuse.
+
+    A computation on a scheduler without workers waits forever, with no
+    message; a cluster that is scaling up gets this long to bring its first
+    worker. Costs nothing when the client's last report already lists a worker.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    timeout : float, optional
+        Seconds; default config ``cluster.wait-timeout`` (60).
+
+    Raises
+    ------
+    ConfigError
+        ``the dask scheduler at ADDRESS has no workers ...``, naming the setting.
+    """
+    if _cached_worker_count(client) > 0:
+        return
+    timeout = wait_timeout() if timeout is None else float(timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        count = _worker_count(client)
+        if count is None or count > 0:
+            return
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+    address = getattr(getattr(client, "scheduler", None), "address", None) or "a dask.distributed cluster"
+    raise ConfigError(f"the dask scheduler at {address} has no workers (none connected within {timeout:g} s); start "
+                      f"workers for it (e.g. dask worker {address}) or scale its cluster, or raise config "
+                      "cluster.wait-timeout to wait longer.")
+
+
 def configured_object():
     """The Client or cluster object set as ``wideml.scheduler`` (``wideml.config.set(scheduler=cluster)``), else None."""
     value = dask.config.get("wideml.scheduler", None)
@@ -85,12 +143,26 @@ def active_client():
     wins over a default client); ``wideml.scheduler`` when it holds a Client
     or a cluster object (``wideml.config.set(scheduler=client)``); else
     dask.distributed's default client, if any. A cluster object is reached
-    through one client of its own (:func:`client_for`).
+    through one client of its own (:func:`client_for`). A client whose
+    scheduler has no worker is waited for (:func:`require_workers`).
 
     Returns
     -------
     distributed.Client or None
+
+    Raises
+    ------
+    ConfigError
+        If the scheduler still has no worker after config ``cluster.wait-timeout`` seconds.
     """
+    client = _find_client()
+    if client is not None:
+        require_workers(client)
+    return client
+
+
+def _find_client():
+    """:func:`active_client`'s choice, without the wait for a worker."""
     if in_worker_task():
         return None
     scheduler = dask.config.get("scheduler", None)
@@ -109,4 +181,5 @@ def active_client():
         return None
 
 
-__all__ = ["LOCAL_SCHEDULERS", "active_client", "client_for", "configured_object", "is_client", "is_cluster"]
+__all__ = ["LOCAL_SCHEDULERS", "active_client", "client_for", "configured_object", "is_client", "is_cluster",
+           "require_workers"]

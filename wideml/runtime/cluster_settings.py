@@ -9,9 +9,15 @@ cluster.
 
 Each kind's mapping takes dask-jobqueue's own parameter names (hyphenated, as
 in dask-jobqueue's ``jobqueue.yaml``), plus two of wideml's: ``jobs`` (how many
-batch jobs to submit) and ``wait-timeout`` (seconds to wait for the workers).
-A setting left null falls back to dask-jobqueue's config (``jobqueue.slurm.*``),
-and ``cores`` / ``memory`` then to 1 core and 2 GiB per job.
+batch jobs to submit, at most :data:`MAX_JOBS`) and ``wait-timeout`` (seconds
+to wait for the workers). A setting left null falls back to dask-jobqueue's
+config (``jobqueue.slurm.*``), and ``cores`` / ``memory`` then to 1 core and
+2 GiB per job.
+
+Beside the kinds, ``cluster.wait-timeout`` (default :data:`WAIT_TIMEOUT`
+seconds) is how long wideml waits for a first worker when the scheduler it is
+given (``tcp://``, a ``distributed.Client`` or a cluster object) has none
+(:func:`wideml.runtime.client.require_workers`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,16 @@ KINDS = {
     "sge": ("SGECluster", "qsub", "qstat"),
 }
 
+#: The most batch jobs one run submits (``cluster.<kind>.jobs``): more is a slip (``jobs: 100000`` ran sbatch
+#: 10 000 times a minute, and a live cluster would have queued them all); ask for fewer, larger jobs instead.
+MAX_JOBS = 1000
+
+#: Default of ``cluster.wait-timeout``: seconds to wait for a first worker of a running scheduler that has none.
+WAIT_TIMEOUT = 60
+
+#: The one setting of ``cluster`` that is not a kind's.
+_TOP = "wait-timeout"
+
 #: wideml's own defaults for every kind (null: dask-jobqueue's config decides).
 _KIND_DEFAULTS: dict[str, Any] = {
     "jobs": 1,
@@ -43,8 +59,8 @@ _KIND_DEFAULTS: dict[str, Any] = {
     "wait-timeout": 300,
 }
 
-#: The ``cluster`` config key's default: ``{kind: {setting: value}}``.
-CLUSTER_DEFAULTS: dict[str, dict[str, Any]] = {kind: dict(_KIND_DEFAULTS) for kind in KINDS}
+#: The ``cluster`` config key's default: ``{kind: {setting: value}}`` plus ``wait-timeout``.
+CLUSTER_DEFAULTS: dict[str, Any] = {**{kind: dict(_KIND_DEFAULTS) for kind in KINDS}, _TOP: WAIT_TIMEOUT}
 
 _INTS = ("jobs", "cores", "processes", "job-cpu")
 _SIZES = ("memory", "job-mem")
@@ -91,6 +107,9 @@ def check_value(kind: str, key: str, value: Any) -> None:
     if key in _INTS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{where} must be a positive whole number, got {value!r}.")
+        if key == "jobs" and value > MAX_JOBS:
+            raise ConfigError(f"{where} {value} is above wideml's bound of {MAX_JOBS} batch jobs per run; ask for fewer, "
+                              "larger jobs (more cores and processes per job).")
     elif key in _SIZES:
         try:
             ok = not isinstance(value, bool) and dask.utils.parse_bytes(value) > 0
@@ -108,12 +127,16 @@ def check_value(kind: str, key: str, value: Any) -> None:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where} must be a list of texts, e.g. ['--exclusive'], got {value!r}.")
     elif key in _NUMBERS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-            raise ConfigError(f"{where} must be a positive number of seconds, got {value!r}.")
+        _check_seconds(where, value)
+
+
+def _check_seconds(where: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ConfigError(f"{where} must be a positive number of seconds, got {value!r}.")
 
 
 def check_cluster(value: Any, where: str = "cluster") -> None:
-    """Check a ``cluster`` mapping (``{kind: {setting: value}}``, partial mappings allowed).
+    """Check a ``cluster`` mapping (``{kind: {setting: value}}`` and ``wait-timeout``, partial mappings allowed).
 
     Raises
     ------
@@ -123,6 +146,11 @@ def check_cluster(value: Any, where: str = "cluster") -> None:
     if not isinstance(value, dict):
         raise ConfigError(f"{where} must be a mapping such as {{slurm: {{cores: 8, memory: 32GiB, jobs: 4}}}}, got {value!r}.")
     for kind, settings in value.items():
+        if _name(kind) == _TOP:
+            if settings is None:
+                raise ConfigError(f"{where}.{_TOP} must be set; write a positive number of seconds (default {WAIT_TIMEOUT}).")
+            _check_seconds(f"{where}.{_TOP}", settings)
+            continue
         if _name(kind) not in KINDS:
             raise ConfigError(f"{where} names {kind!r}, not a batch scheduler wideml starts; use one of {', '.join(KINDS)}.")
         if not isinstance(settings, dict):
@@ -153,6 +181,8 @@ def check_key(parts: list[str]) -> None:
     """
     if len(parts) > 2:
         raise ConfigError(f"cluster.{'.'.join(parts)} is not a setting; write cluster.KIND.SETTING, e.g. cluster.slurm.cores.")
+    if [_name(p) for p in parts] == [_TOP]:  # cluster.wait-timeout
+        return
     if parts and _name(parts[0]) not in KINDS:
         raise ConfigError(f"cluster.{parts[0]} names no batch scheduler wideml starts; use one of {', '.join(KINDS)}.")
     if len(parts) == 2 and _name(parts[1]) not in settings_of(_name(parts[0])):
@@ -181,6 +211,9 @@ def kind_settings(kind: str) -> dict[str, Any]:
         If a setting is unknown or unusable (e.g. set through the environment).
     """
     merged = dict(CLUSTER_DEFAULTS[kind])
+    whole = dask.config.get("wideml.cluster", None)
+    if not isinstance(whole, dict):  # e.g. DASK_WIDEML__CLUSTER=slurm: refused as in a config file, not ignored
+        check_cluster(whole)
     current = dask.config.get(f"wideml.cluster.{kind}", None) or {}
     if not isinstance(current, dict):
         check_cluster({kind: current})
@@ -191,5 +224,21 @@ def kind_settings(kind: str) -> dict[str, Any]:
     return merged
 
 
-__all__ = ["CLUSTER_DEFAULTS", "KINDS", "check_cluster", "check_key", "check_path", "check_value", "flatten", "kind_settings",
-           "settings_of"]
+def wait_timeout() -> float:
+    """``cluster.wait-timeout``: seconds to wait for a first worker of a scheduler that has none (checked).
+
+    Raises
+    ------
+    ConfigError
+        If the value is unusable, or ``cluster`` is not a mapping.
+    """
+    whole = dask.config.get("wideml.cluster", None)
+    if not isinstance(whole, dict):
+        check_cluster(whole)
+    value = dask.config.get(f"wideml.cluster.{_TOP}", WAIT_TIMEOUT)
+    _check_seconds(f"cluster.{_TOP}", value)
+    return float(value)
+
+
+__all__ = ["CLUSTER_DEFAULTS", "KINDS", "MAX_JOBS", "WAIT_TIMEOUT", "check_cluster", "check_key", "check_path",
+           "check_value", "flatten", "kind_settings", "settings_of", "wait_timeout"]

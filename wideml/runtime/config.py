@@ -168,7 +168,7 @@ def check_environment(environ: Any = None) -> None:
         return
     for name, value in sorted(found):
         key = name[len(ENV_PREFIX):].lower().replace("_", "-")
-        if key.startswith("cluster--"):  # DASK_WIDEML__CLUSTER__SLURM__CORES: dask's nesting is "__"
+        if key == "cluster" or key.startswith("cluster--"):  # DASK_WIDEML__CLUSTER__SLURM__CORES: dask's nesting is "__"
             check_path(name[len(ENV_PREFIX):].lower().split("__")[1:], _env_value(value))
             continue
         if key not in DEFAULTS:

@@ -7,9 +7,13 @@ workers that connect back to it. :func:`start_jobqueue_cluster`
    dask-jobqueue's own parameters such as ``cores``, ``memory``, ``walltime``,
    ``queue``, ``processes``, ``job-extra-directives``, plus ``jobs`` and
    ``wait-timeout``), refusing a missing dask-jobqueue (``pip install 'wideml[hpc]'``)
-   or a missing submit command (``sbatch``, ``qsub``) in one sentence;
-2. submits ``jobs`` jobs at once (a refusal by the batch system, e.g. an
-   unknown partition, is one sentence quoting it);
+   or a missing submit command (``sbatch``, ``qsub``) in one sentence, and a
+   ``log-directory`` that cannot be made or written;
+2. submits ``jobs`` jobs at once (at most
+   :data:`~wideml.runtime.cluster_settings.MAX_JOBS`); a refusal by the batch
+   system, e.g. an unknown partition, is one sentence quoting its most
+   telling line, and a batch system this machine cannot reach (no controller,
+   no configuration) is one sentence saying so;
 3. waits until every job's workers have connected, at most ``wait-timeout``
    seconds: with none by then, one sentence names the queue and the command
    that shows the jobs (``squeue``); with some, a warning says how many, and
@@ -22,6 +26,12 @@ workers that connect back to it. :func:`start_jobqueue_cluster`
 A process killed outright (SIGKILL) cannot cancel its jobs: their workers stop
 by themselves once they lose the scheduler (dask-jobqueue's ``death-timeout``,
 60 s by default), and the batch system ends them at ``walltime``.
+
+Files: the scheduler's ``dask-scratch-space`` and the job scripts
+dask-jobqueue writes for each submission (``tmpXXXX.sh``) go into a fresh
+folder wideml owns (:func:`wideml.runtime.local_cluster.cluster_scratch`: a
+``wideml-fit-TOKEN`` work folder), removed on exit, also after an error or
+an interrupt, so nothing is left in ``$TMPDIR``.
 
 Job logs: unless ``log-directory`` is set (a folder the compute nodes can
 write), the jobs' output goes to /dev/null, so nothing is left in the current
@@ -36,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import logging
+import os
 import shutil
 import signal
 import subprocess
@@ -49,7 +60,7 @@ import dask.config
 
 from wideml.exceptions import ConfigError, PerformanceWarning
 from wideml.runtime.cluster_settings import KINDS, kind_settings
-from wideml.runtime.local_cluster import dashboard_address
+from wideml.runtime.local_cluster import cluster_scratch, dashboard_address
 
 #: The batch schedulers ``--scheduler`` starts clusters on.
 JOBQUEUE_KINDS = tuple(KINDS)
@@ -145,6 +156,72 @@ def _first_line(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__).rstrip(".")
 
 
+def _stderr_lines(exc: BaseException) -> list[str]:
+    """The submit command's stderr lines from dask-jobqueue's RuntimeError (the lines after ``stderr:``), else every line."""
+    lines = [line.strip() for line in str(exc).splitlines()]
+    if "stderr:" in lines:
+        lines = lines[len(lines) - lines[::-1].index("stderr:"):]
+    return [line for line in lines if line]
+
+
+#: What a submit command prints when it cannot reach its batch system (no controller, no configuration), lower case.
+_UNREACHABLE = (
+    "could not establish a configuration source",  # sbatch without slurm.conf (and no DNS SRV record)
+    "unable to process configuration file",  # sbatch: SLURM_CONF names no readable file
+    "unable to establish control machine address",  # sbatch: the controller's host does not resolve
+    "unable to contact slurm controller",  # sbatch: nothing answers at the controller's address
+    "cannot connect to server",  # PBS qsub
+    "unable to contact qmaster", "unable to send message to qmaster",  # SGE qsub
+    "sge_root",  # SGE qsub without its environment
+)
+
+
+def _telling_line(lines: list[str]) -> str:
+    """The most informative line of a submit command's stderr: a ``fatal:`` line, else the reason given, else the last."""
+    if not lines:
+        return "no message"
+    fatal = [line for line in lines if "fatal:" in line.lower()]
+    if fatal:
+        return fatal[-1].rstrip(".")
+    unreachable = [line for line in lines if any(words in line.lower() for words in _UNREACHABLE)]
+    if unreachable:
+        return unreachable[-1].rstrip(".")
+    told = [line for line in lines if not line.lower().rstrip(".").endswith("no error")]
+    failed = [line for line in told if "submission failed" in line.lower()]
+    return (failed or told or lines)[-1].rstrip(".")
+
+
+def refusal_sentence(kind: str, exc: BaseException) -> str:
+    """The one sentence for a submission that ``kind``'s submit command refused (``exc``: dask-jobqueue's error).
+
+    A submit command that cannot reach its batch system (no controller at
+    the configured address, no configuration on this machine) is told apart
+    from a job the batch system refused: the first is not a matter of the
+    job's settings.
+
+    Parameters
+    ----------
+    kind : {"slurm", "pbs", "sge"}
+    exc : Exception
+        dask-jobqueue's ``RuntimeError`` quoting the command's stderr (or another error of the submission).
+
+    Returns
+    -------
+    str
+    """
+    submit, status = KINDS[kind][1], KINDS[kind][2]
+    lines = _stderr_lines(exc)
+    line = _telling_line(lines)
+    text = " ".join(lines).lower()
+    if any(words in text for words in _UNREACHABLE):
+        where = " (SLURM_CONF or /etc/slurm/slurm.conf names its controller)" if kind == "slurm" else ""
+        return (f"{submit} cannot reach the {kind.upper()} controller from this machine ({line}); check that "
+                f"{kind.upper()} runs and that this machine is set up to submit to it{where}, e.g. that '{status}' "
+                "answers here, or choose another scheduler.")
+    return (f"{submit} refused the dask worker job ({line}); check the settings in config cluster.{kind} (queue, cores, "
+            "memory, walltime, job-extra-directives).")
+
+
 async def _submitted(cluster) -> None:
     """Submit the jobs of ``cluster``'s spec and wait until they are; raise the batch system's refusal."""
     await cluster._correct_state()
@@ -165,9 +242,75 @@ def _submit_now(cluster, kind: str, jobs: int) -> None:
     try:
         cluster.sync(_submitted, cluster)
     except (RuntimeError, OSError, ValueError) as exc:
-        submit = KINDS[kind][1]
-        raise ConfigError(f"{submit} refused the dask worker job ({_first_line(exc)}); check the settings in config "
-                          f"cluster.{kind} (queue, cores, memory, walltime, job-extra-directives).") from None
+        raise ConfigError(refusal_sentence(kind, exc)) from None
+
+
+def job_class(cls, folder: str):
+    """A subclass of ``cls``'s job class that writes its job scripts into ``folder`` (not ``$TMPDIR``).
+
+    dask-jobqueue writes each job's script to a temporary ``tmpXXXX.sh`` for
+    the submit command and removes it afterwards; a run stopped during the
+    submissions would leave them in the system's temporary directory.
+
+    Parameters
+    ----------
+    cls : type
+        dask-jobqueue's cluster class (``SLURMCluster``, ...).
+    folder : str
+        A folder this run owns and removes (:func:`wideml.runtime.local_cluster.cluster_scratch`).
+
+    Returns
+    -------
+    type
+    """
+    from dask.utils import tmpfile
+
+    base = cls.job_cls
+
+    @contextlib.contextmanager
+    def job_file(self):
+        with tmpfile(extension="sh", dir=folder) as name:
+            with open(name, "w") as fh:
+                fh.write(self.job_script())
+            yield name
+
+    return type(base.__name__, (base,), {"job_file": job_file, "__module__": __name__, "__doc__": base.__doc__})
+
+
+def check_log_directory(kind: str, settings: dict[str, Any]) -> None:
+    """Make ``cluster.<kind>.log-directory`` absolute and make sure it exists and can be written; refuse in one sentence.
+
+    The folder is made (one level, as dask-jobqueue would) when its parent
+    exists; a missing parent, a file, or a folder that cannot be written or
+    made is refused naming the setting. ``settings`` is updated in place with
+    the absolute path (the batch system reads a relative path from the job's
+    working folder, and ``~`` is not expanded by dask-jobqueue).
+
+    Raises
+    ------
+    ConfigError
+    """
+    value = settings.get("log-directory")
+    if value is None:
+        return
+    where = f"config cluster.{kind}.log-directory {value!r}"
+    folder = os.path.abspath(os.path.expanduser(str(value).strip()))
+    settings["log-directory"] = folder
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise ConfigError(f"{where} is not a folder; name a folder the compute nodes can write, or leave it unset.")
+    if os.path.isdir(folder):
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ConfigError(f"{where} is not writable here; name a folder you can write, or leave it unset.")
+        return
+    parent = os.path.dirname(folder)
+    if not os.path.isdir(parent):
+        raise ConfigError(f"{where} cannot be made because its parent folder {parent} does not exist; create the parent "
+                          "first, or name a folder that exists.")
+    try:
+        os.mkdir(folder)
+    except OSError as exc:
+        raise ConfigError(f"{where} cannot be made in {parent} ({exc.strerror or exc}); name a folder you can write, "
+                          "or leave it unset.") from None
 
 
 def _job_ids(cluster) -> list[str]:
@@ -257,32 +400,39 @@ def start_jobqueue_cluster(kind: str) -> Iterator:
         dask-jobqueue or the batch system, or no worker in time.
     """
     settings = kind_settings(kind)
+    check_log_directory(kind, settings)
     cls = jobqueue_class(kind)
     submit = KINDS[kind][1]
     if shutil.which(submit) is None:
         raise ConfigError(f"--scheduler {kind} submits batch jobs with {submit}, which is not on PATH here; run wideml "
                           f"on a machine that can submit {kind.upper()} jobs (a login node), or choose another scheduler.")
     kwargs = cluster_kwargs(kind, settings)
-    try:
-        cluster = cls(**kwargs)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"dask-jobqueue refused the {kind} settings ({_first_line(exc)}); check config cluster.{kind}.") from None
-    client = None
-    try:
-        _submit_now(cluster, kind, settings["jobs"])
-        from distributed import Client  # heavy (most of a second): a cluster is starting anyway
+    with cluster_scratch() as scratch:  # the scheduler's dask-scratch-space and the job scripts: removed on exit
+        try:
+            with dask.config.set({"temporary-directory": scratch}):
+                cluster = cls(job_cls=job_class(cls, scratch), **kwargs)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"dask-jobqueue refused the {kind} settings ({_first_line(exc)}); check config "
+                              f"cluster.{kind}.") from None
+        except OSError as exc:  # e.g. jobqueue.<kind>.log-directory from dask-jobqueue's own config
+            raise ConfigError(f"cannot start the {kind} cluster ({exc.strerror or exc}: {exc.filename or ''}); check "
+                              f"config cluster.{kind}.log-directory and jobqueue.{kind}.log-directory.") from None
+        client = None
+        try:
+            _submit_now(cluster, kind, settings["jobs"])
+            from distributed import Client  # heavy (most of a second): a cluster is starting anyway
 
-        client = Client(cluster, set_as_default=False)
-        expected = settings["jobs"] * int(getattr(cluster._dummy_job, "worker_processes", 1) or 1)
-        wait_for_workers(client, expected, float(settings["wait-timeout"]), kind, settings)
-        ids = _job_ids(cluster)
-        client._wideml_jobs = (f"{len(ids)} {kind.upper()} job{'s' if len(ids) != 1 else ''} "
-                               f"({', '.join(ids)}) on {_where(kind, settings)}")
-        client._wideml_dashboard = bool(kwargs["scheduler_options"].get("dashboard"))
-        yield client
-    finally:
-        _close(kind, cluster, client)
+            client = Client(cluster, set_as_default=False)
+            expected = settings["jobs"] * int(getattr(cluster._dummy_job, "worker_processes", 1) or 1)
+            wait_for_workers(client, expected, float(settings["wait-timeout"]), kind, settings)
+            ids = _job_ids(cluster)
+            client._wideml_jobs = (f"{len(ids)} {kind.upper()} job{'s' if len(ids) != 1 else ''} "
+                                   f"({', '.join(ids)}) on {_where(kind, settings)}")
+            client._wideml_dashboard = bool(kwargs["scheduler_options"].get("dashboard"))
+            yield client
+        finally:
+            _close(kind, cluster, client)
 
 
-__all__ = ["FALLBACK_CORES", "FALLBACK_MEMORY", "JOBQUEUE_KINDS", "cancel_jobs", "cluster_kwargs", "jobqueue_class",
-           "start_jobqueue_cluster", "wait_for_workers"]
+__all__ = ["FALLBACK_CORES", "FALLBACK_MEMORY", "JOBQUEUE_KINDS", "cancel_jobs", "check_log_directory", "cluster_kwargs",
+           "job_class", "jobqueue_class", "refusal_sentence", "start_jobqueue_cluster", "wait_for_workers"]

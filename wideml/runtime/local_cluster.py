@@ -13,6 +13,11 @@ left in the current folder (where :func:`tempfile.gettempdir` falls back to
 when no temporary directory is writable). A run killed outright leaves it to the
 next run's sweep of abandoned work folders, or to ``wideml clean``.
 
+The worker processes ignore SIGINT (:func:`dask_setup`, run in each of them
+as a dask preload): a terminal's Ctrl-C reaches the whole process group, and
+workers that took it would each print a traceback while this process stops
+them in order (:mod:`wideml.runtime.signals`) and says its one line.
+
 ``local:N`` is refused when N exceeds :data:`WORKERS_PER_CORE` worker processes
 per usable core: more only adds processes that compete for the same cores and
 memory (``local:1000`` on 2 cores did not finish starting in 120 s).
@@ -23,7 +28,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 
 import dask.config
@@ -34,6 +41,36 @@ from wideml.runtime.owned_names import work_folder_name
 from wideml.runtime.ownership import create_claimed
 from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
 from wideml.runtime.worker_bound import WORKERS_PER_CORE, check_worker_count, usable_cores  # noqa: F401  (shared with the config check)
+
+
+#: The dask preload each ``local:N`` worker process runs (this module: :func:`dask_setup`).
+WORKER_PRELOAD = __name__
+
+
+class _HeartbeatAtShutdown(logging.Filter):
+    """Drop a worker's "Failed to communicate with scheduler during heartbeat" traceback.
+
+    When the command stops its cluster, a heartbeat already on its way can
+    meet the scheduler's closed connection; the worker then logs an ERROR
+    with a traceback. The scheduler lives in the command's own process, so
+    this never tells a ``local:N`` user anything.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to communicate with scheduler during heartbeat")
+
+
+def dask_setup(worker) -> None:
+    """dask preload hook, run in each ``local:N`` worker process: ignore SIGINT, drop shutdown noise.
+
+    The command's own process handles the Ctrl-C and then stops the workers;
+    a worker left to the default handler raises KeyboardInterrupt in its
+    event loop and prints tracebacks. Nothing happens outside a process's
+    main thread (a worker run in-process by a test).
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        logging.getLogger("distributed.worker").addFilter(_HeartbeatAtShutdown())
 
 
 def dashboard_address() -> str | None:
@@ -64,7 +101,10 @@ def _scratch_parent() -> str:
 
 @contextlib.contextmanager
 def cluster_scratch() -> Iterator[str]:
-    """A fresh owned folder ``wideml-fit-TOKEN`` in the work folder for a LocalCluster's scratch space; removed on exit.
+    """A fresh owned folder ``wideml-fit-TOKEN`` in the work folder for a cluster's scratch files; removed on exit.
+
+    A LocalCluster's scratch space, or a batch-scheduler cluster's scheduler
+    scratch space and job scripts (:mod:`wideml.runtime.jobqueue`).
 
     Yields
     ------
@@ -81,7 +121,7 @@ def cluster_scratch() -> Iterator[str]:
     try:
         create_claimed(folder, "work", 0o700)  # the folder and its owner record at once; never an existing folder
     except OSError as exc:
-        raise ConfigError(f"cannot make the local cluster's scratch folder in {parent} ({exc.strerror or exc}); "
+        raise ConfigError(f"cannot make the cluster's scratch folder in {parent} ({exc.strerror or exc}); "
                           "set config workdir (or --workdir) to a writable folder.") from None
     try:
         register_scratch(folder)
@@ -130,6 +170,7 @@ def start_local_cluster(n_workers: int) -> Iterator:
                 worker_dashboard_address=None,
                 silence_logs=logging.ERROR,
                 local_directory=scratch,
+                preload=[WORKER_PRELOAD],  # the workers ignore a Ctrl-C sent to the whole process group
             )
         with cluster, Client(cluster) as client:
             client._wideml_dashboard = dashboard is not None  # describe_scheduler() prints the link

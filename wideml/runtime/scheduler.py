@@ -19,7 +19,7 @@ import dask
 
 from wideml.exceptions import ConfigError
 from wideml.runtime.addresses import check_address
-from wideml.runtime.client import LOCAL_SCHEDULERS, active_client, client_for, is_client, is_cluster
+from wideml.runtime.client import LOCAL_SCHEDULERS, active_client, client_for, is_client, is_cluster, require_workers
 from wideml.runtime.cluster_check import check_workers
 from wideml.runtime.config import config_value, thread_count
 from wideml.runtime.jobqueue import JOBQUEUE_KINDS, start_jobqueue_cluster
@@ -54,8 +54,11 @@ def use_scheduler(spec=None) -> Iterator[str]:
         ``distributed.Client``, or a cluster object (anything with a
         ``scheduler_address``: ``LocalCluster``, ``SLURMCluster``, ...), runs
         the block on that cluster; the caller's client and cluster stay open.
-        ``None`` reads ``wideml.scheduler`` from the config (a name, or a
-        Client or cluster set with ``wideml.config.set``). An explicit local
+        A running scheduler (an address, a Client or a cluster object) with
+        no worker is waited for, at most config ``cluster.wait-timeout``
+        seconds (60), then refused. ``None`` reads ``wideml.scheduler`` from
+        the config (a name, or a Client or cluster set with
+        ``wideml.config.set``). An explicit local
         choice wins over a default ``distributed.Client``.
 
     Yields
@@ -68,7 +71,8 @@ def use_scheduler(spec=None) -> Iterator[str]:
     ConfigError
         For an unknown name, a malformed address, a batch scheduler whose
         settings are unusable, whose package (``wideml[hpc]``) is missing or
-        whose workers do not arrive in time.
+        whose workers do not arrive in time, or a running scheduler that
+        still has no worker after ``cluster.wait-timeout``.
     StoreError
         If a worker cannot import what wideml needs (:func:`wideml.runtime.cluster_check.check_workers`).
     """
@@ -76,6 +80,7 @@ def use_scheduler(spec=None) -> Iterator[str]:
         spec = config_value("scheduler")
     if is_client(spec) or is_cluster(spec):
         client = client_for(spec)
+        require_workers(client)
         check_workers(client)
         with dask.config.set(scheduler=client):
             yield str(getattr(client.scheduler, "address", None) or spec.scheduler_address)
@@ -105,6 +110,7 @@ def use_scheduler(spec=None) -> Iterator[str]:
     if spec.startswith(("tcp://", "tls://", "inproc://")):
         client = connect(spec)
         try:
+            require_workers(client)
             check_workers(client)
             with dask.config.set(scheduler=client):
                 yield spec

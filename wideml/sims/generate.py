@@ -25,6 +25,7 @@ from wideml.sims.registry import get_setting
 from wideml.sims.setting import Samples, Setting, SimContext
 from wideml.storage import create_store
 from wideml.storage.writer import default_feature_chunk as store_default
+from wideml.storage.remote_write import is_remote
 
 
 def _resolve(name: str, n_samples, n_features, seed, params: dict[str, Any]) -> tuple[Setting, dict, int, int, int]:
@@ -296,4 +297,4 @@ def simulate_to_store(
     with create_store(path, n_samples=n, n_features=p, y=y, dtype=dt, feature_chunk=fc, source=source,
                       overwrite=overwrite) as writer:
         _write_all(writer, name, n, p, seed, key, dt, label=f"simulate {name} ({n} x {p}) -> {path}")
-    return Path(path)
+    return path if is_remote(path) else Path(path)

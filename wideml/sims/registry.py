@@ -9,13 +9,14 @@ from wideml.sims.encoder_settings import encoder_settings
 from wideml.sims.lol_settings import lol_settings
 from wideml.sims.rotations import RotatedTrunk
 from wideml.sims.setting import Setting
+from wideml.sims.spectral_decay import DenseDecay, DiagonalDecay
 from wideml.sims.toeplitz import Toeplitz
 
 
 def _build() -> dict[str, Setting]:
     lol = {s.name: s for s in lol_settings()}
     ordered = [lol["cigars"], lol["trunk"], RotatedTrunk(), lol["trunk3"], lol["robust"], lol["cross"], lol["hump"],
-               Toeplitz(), lol["xor"], lol["fat-tails"], *encoder_settings()]
+               Toeplitz(), DiagonalDecay(), DenseDecay(), lol["xor"], lol["fat-tails"], *encoder_settings()]
     return {s.name: s for s in ordered}
 
 

@@ -197,6 +197,16 @@ def ingest(
     WidemlError
         For a missing or unreadable source, X that is not 2-D or not numeric,
         labels that do not match X or have one class, or an existing output.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> np.save("ingest_example.npy", np.arange(24, dtype=np.float32).reshape(4, 6))
+    >>> path = wideml.ingest("ingest_example.npy", "ingest_example.zarr", labels=["a", "a", "b", "b"])
+    >>> store = wideml.open_store(path)
+    >>> store.n_samples, store.n_features, store.class_counts()
+    (4, 6, {'a': 2, 'b': 2})
     """
     check_output(out, overwrite)
     query = as_query(bids)

@@ -30,6 +30,7 @@ from wideml.runtime.preflight import disk_full_error, is_disk_full, require_free
 from wideml.runtime.quiesce import wait_for_running_tasks
 from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
 from wideml.storage.output_marks import made_by_wideml, mark, why_not_replaced
+from wideml.storage.remote_write import check_remote_output, is_remote, remote_output
 from wideml.storage.urls import is_url, local_output, local_path_of
 
 
@@ -39,15 +40,19 @@ def refuse_url_output(path) -> None:
         raise StoreError(f"writing to object stores is not supported yet ({path} is a URL); write locally and copy.")
 
 
-def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
+def check_output(path: str | os.PathLike, overwrite: bool) -> Path | str:
     """Refuse to replace an existing output unless ``overwrite`` is set and wideml can prove it wrote it.
 
     See :mod:`wideml.storage.output_marks`: a user's file or folder, or a
     symbolic link, is never replaced, whatever ``overwrite`` says. A name
     longer than the filesystem allows is one sentence too, and so is a URL
     (``s3://...``: outputs are local until writing to object stores is supported);
-    a ``file://`` URL is checked, and returned, as the local path it names.
+    a ``file://`` URL is checked, and returned, as the local path it names. An object-store URL is checked by
+    :func:`wideml.storage.remote_write.check_remote_output` (the same rules) and returned as it is.
     """
+    if is_remote(path):
+        check_remote_output(str(path), overwrite)
+        return str(path).strip().rstrip("/")
     path = Path(local_output(path))  # a file:// URL is the local path it names; any other URL is refused
     try:
         exists = os.path.lexists(path)
@@ -141,8 +146,22 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
     ------
     Path
         Where to write the output. A full disk while writing becomes one
-        StoreError naming the folder; nothing is kept.
+        StoreError naming the folder; nothing is kept. For an object-store URL
+        (``s3://...``) a local path, put in place afterwards by
+        :func:`wideml.storage.remote_write.remote_output`.
     """
+    if is_remote(path):
+        with remote_output(str(path), overwrite) as tmp:
+            if workers_write:
+                require_directory(tmp.parent, "the local copy of the output")
+            if needed_bytes:
+                require_free_space([(tmp.parent, needed_bytes, f"the local copy of the output {tmp.name}")])
+            try:
+                yield tmp
+            except BaseException:
+                wait_for_running_tasks()
+                raise
+        return
     path = Path(os.path.abspath(check_output(path, overwrite)))  # the graphs writing into tmp never carry a relative path
     if workers_write:
         require_directory(path.parent, "the output folder")  # on a dask cluster, workers write the output's chunks

@@ -268,6 +268,20 @@ def open_store(path: Any, storage_options: dict | None = None) -> FeatureStore:
     The path is made absolute (symlinks resolved) here, so the store and every
     graph built on it keep working after a change of directory and on workers
     started elsewhere.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> X = np.arange(24, dtype=np.float32).reshape(4, 6)
+    >>> path = wideml.write_store("open_example.zarr", X, ["a", "a", "b", "b"], feature_chunk=3)
+    >>> store = wideml.open_store(path)              # metadata and one listing of the chunk files: no pass over X
+    >>> store.n_samples, store.n_features, str(store.dtype)
+    (4, 6, 'float32')
+    >>> store.class_counts()
+    {'a': 2, 'b': 2}
+    >>> np.array_equal(store.X.compute(), X)         # X is a lazy dask array over the chunks
+    True
     """
     if is_url(path):
         local = local_path_of(path)

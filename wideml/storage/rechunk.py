@@ -54,6 +54,7 @@ from wideml.runtime.owned_names import aside_name
 from wideml.runtime.progress import progress_enabled
 from wideml.storage import schema
 from wideml.storage.atomic import check_output, remove_path
+from wideml.storage.remote_write import is_remote, staging_parent
 from wideml.storage.copy_plan import (
     Stage,
     concurrency,
@@ -160,7 +161,9 @@ def choose_feature_chunk(n: int, p: int, itemsize: int, rows: int, budget: int, 
 
 
 def temp_sibling(out: str | os.PathLike, tag: str) -> Path:
-    """A hidden temporary store path beside ``out`` (removed by the caller)."""
+    """A hidden temporary store path beside ``out`` (removed by the caller); for an object-store ``out``, in the local staging folder."""
+    if is_remote(out):
+        return Path(staging_parent()) / aside_name(str(out).rstrip("/").rsplit("/", 1)[-1], "partial", tag)
     out = Path(out)
     return out.with_name(aside_name(out.name, "partial", tag))
 
@@ -230,7 +233,7 @@ def copy_to_store(
     with writer:
         if len(stages) == 1:
             copy_stage(reader, writer_target(writer), (n, p), stages[0].region, dtype, label=label, local=local, cast=cast)
-            return Path(out)
+            return out if is_remote(out) else Path(out)
         tmp = temp_sibling(out, "stage1")
         try:
             h1, c1 = stages[0].dst_chunks
@@ -243,7 +246,7 @@ def copy_to_store(
                        label=f"{label} (stage 2 of 2)", local=dst_local)
         finally:
             remove_path(tmp)
-    return Path(out)
+    return out if is_remote(out) else Path(out)
 
 
 def store_reader(store):

@@ -23,7 +23,7 @@ import numpy as np
 from wideml.exceptions import StoreError
 from wideml.storage import schema
 from wideml.storage.integrity import check_layout_complete, chunk_layout
-from wideml.storage.remote_access import RemoteLocation, get_bytes, list_keys, remote_error
+from wideml.storage.remote_access import RemoteLocation, get_bytes, list_keys, remote_error, run
 from wideml.storage.remote_reader import RemoteZarrReader
 from wideml.storage.spatial import MASK_NAME
 from wideml.storage.store_checks import check_attrs, check_x_meta
@@ -217,5 +217,32 @@ def _token(group_meta: dict, metas: dict) -> str:
     return digest.hexdigest()[:16]
 
 
-__all__ = ["RemoteStoreMeta", "is_store_object", "open_remote_group", "protocol_of", "read_remote_store",
+__all__ = ["RemoteStoreMeta", "is_store_object", "open_remote_group", "protocol_of", "read_remote_store", "remote_objects_digest",
            "remote_location"]
+
+
+def remote_objects_digest(url: str) -> str | None:
+    """A digest of every object of the store at ``url``: key, size and ETag (or modification time), from one listing.
+
+    What a resumable fit's fingerprint holds for a store on an object store (as a local store's files' names, sizes
+    and mtimes): rewriting any object changes it, reading none does. None when the listing's filesystem cannot be
+    reached with the configured storage options (the fit then runs without checkpoints).
+    """
+    try:
+        location = remote_location(url)
+        store = location.store()
+    except StoreError:
+        return None
+    fs, root = getattr(store, "fs", None), getattr(store, "path", None)
+    if fs is None or root is None or not hasattr(fs, "_find"):
+        return None
+    try:
+        found = run(lambda: fs._find(root, detail=True), url, "list")
+    except StoreError:
+        return None
+    digest = hashlib.sha256()
+    for key in sorted(found):
+        info = found[key]
+        stamp = info.get("ETag") or info.get("etag") or info.get("LastModified") or info.get("mtime") or info.get("md5Hash") or ""
+        digest.update(f"{key[len(root):]}\0{info.get('size')}\0{stamp}\n".encode())
+    return digest.hexdigest()[:24]

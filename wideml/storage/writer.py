@@ -21,6 +21,7 @@ from wideml.storage.featurestore import _labels_array
 from wideml.storage.labels import normalise_labels
 from wideml.storage.feature_table import TABLE_ATTR, write_feature_table
 from wideml.storage.spatial import SPATIAL_ATTR, write_spatial
+from wideml.storage.remote_write import is_remote
 
 
 def default_feature_chunk(n_samples: int, n_features: int, itemsize: int, target_bytes: int | None = None) -> int:
@@ -222,6 +223,19 @@ def create_store(
     -------
     StoreWriter
         Use it as a context manager; the store appears at ``path`` only when it closes without error.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> X = np.arange(24, dtype=np.float32).reshape(4, 6)
+    >>> with wideml.create_store("create_example.zarr", n_samples=4, n_features=6, y=[0, 0, 1, 1],
+    ...                          feature_chunk=3) as writer:
+    ...     for start in (0, 3):                     # one block of features at a time
+    ...         writer.write(X[:, start:start + 3], feature_start=start)
+    >>> store = wideml.open_store("create_example.zarr")   # appears only once the block ends without error
+    >>> np.array_equal(store.X.compute(), X)
+    True
     """
     dtype = np.dtype(dtype)
     if not (np.issubdtype(dtype, np.number) or dtype == bool):
@@ -344,6 +358,20 @@ def write_store(
     Returns
     -------
     Path
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> X = np.random.default_rng(0).normal(size=(10, 8))
+    >>> path = wideml.write_store("write_example.zarr", X, np.repeat([0, 1], 5), feature_chunk=4)
+    >>> path.name
+    'write_example.zarr'
+    >>> store = wideml.open_store(path)
+    >>> store.X.chunks                               # full-height chunks of 4 features
+    ((10,), (4, 4))
+    >>> np.allclose(store.X.compute(), X.astype(np.float32))
+    True
     """
     shape = getattr(X, "shape", None)
     if shape is None:
@@ -366,4 +394,4 @@ def write_store(
             if hasattr(block, "compute"):
                 block = block.compute()
             writer.write(np.asarray(block), start)
-    return Path(path)
+    return path if is_remote(path) else Path(path)

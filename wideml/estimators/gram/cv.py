@@ -27,6 +27,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import sklearn
 from sklearn.base import clone
 from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold, check_cv
 
@@ -260,6 +261,25 @@ def cross_validate_dims(
     -----
     Kappa is ``sklearn.metrics.cohen_kappa_score`` of the true codes and the
     out-of-fold predictions of one round, averaged over rounds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.normal(size=(40, 500))
+    >>> X[y == 1, :10] += 2.0                    # the classes differ in 10 of 500 features
+    >>> report = wideml.cross_validate_dims({"lol": wideml.LOL(5), "pca": wideml.PCA(5)}, X, y, cv=5)
+    >>> report.n_passes                                # every fold, every d <= 5, both methods
+    1
+    >>> report.results["lol"].dims
+    [1, 2, 3, 4, 5]
+    >>> report.results["lol"].best_error < report.chance_error
+    True
+    >>> best = report.best_estimator("lol", wideml.LOL(5))      # unfitted, at the chosen d
+    >>> best.n_components == report.results["lol"].best_dim
+    True
     """
     if methods.kind_of(estimators):
         estimators = {type(estimators).__name__.lower(): estimators}
@@ -488,7 +508,9 @@ def _method_result(name, est, stats, data, folds, rounds, dims, classifier, robu
         pred = np.empty((len(test), len(grid)), dtype=np.int64)
         for j, d in enumerate(grid):
             clf = make_classifier(classifier)
-            with warnings.catch_warnings():
+            # the embeddings are finite n x d algebra of checked input and the classifier's parameters are its defaults:
+            # scikit-learn's per-call input and parameter checks would take ~40% of thousands of small LDA fits
+            with warnings.catch_warnings(), sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
                 warnings.simplefilter("ignore")
                 if not methods.varies_within_classes(E[train, :d], tr_codes, eps):
                     raise WidemlError(f"at d = {d} on training fold {f + 1}, the embedded samples do not vary within any class "

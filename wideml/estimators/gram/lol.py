@@ -95,6 +95,29 @@ class LOL(GramProjector):
     p x l matrix the last pass writes into the model group) or q + 3 over
     in-memory data, q = ``n_power_iter_`` (``n_fit_passes_``); ``transform``
     makes 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.normal(size=(40, 500))
+    >>> X[y == 1, :10] += 2.0                    # the classes differ in 10 of 500 features
+    >>> lol = wideml.LOL(n_components=3).fit(X, y)
+    >>> lol.transform(X).shape
+    (40, 3)
+    >>> lol.components_.shape                    # one row per direction, one column per feature
+    (3, 500)
+    >>> lol.solver_, lol.n_fit_passes_           # the exact Gram solver: the Gram pass, then the emit pass
+    ('gram', 2)
+
+    From a feature store on disk, with the labels the store holds (nothing p-sized is held in memory):
+
+    >>> path = wideml.write_store("lol_example.zarr", X.astype(np.float32), y, feature_chunk=100)
+    >>> lol = wideml.LOL(n_components=3).fit(wideml.open_store(path))
+    >>> lol.transform(wideml.open_store(path)).shape
+    (40, 3)
     """
 
     _parameter_constraints = {
@@ -191,6 +214,17 @@ class PCA(_EigenProjector):
     unsupervised: ``fit(X)`` needs no labels (then ``classes_`` is ``[0]`` and the default
     ``n_components`` is min(n_samples - 1, n_features, 10)); ``y`` is accepted (and used only
     for ``classes_``) so PCA drops into the same pipelines as LOL.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> X = np.random.default_rng(0).normal(size=(30, 200))
+    >>> pca = wideml.PCA(n_components=2).fit(X)        # unsupervised: no labels needed
+    >>> pca.transform(X).shape
+    (30, 2)
+    >>> pca.n_fit_passes_                              # the Gram pass, then the emit pass
+    2
     """
 
     def _target_required(self) -> bool:
@@ -228,6 +262,18 @@ class RRLDA(_EigenProjector):
     ``fit`` makes 2 passes over X with the Gram solver and q + 2 with the
     randomized one on a store (+ 3 in memory; q = ``n_power_iter_``, the
     power iterations it took to converge); ``transform`` makes 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wideml
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.normal(size=(40, 500))
+    >>> X[y == 1, :10] += 2.0                    # the classes differ in 10 of 500 features
+    >>> rrlda = wideml.RRLDA(n_components=2).fit(X, y)
+    >>> rrlda.transform(X).shape
+    (40, 2)
     """
 
     def _component_bound(self, n: int, n_classes: int, p: int) -> int:

@@ -59,9 +59,9 @@ class KernelPCA(CheckedParams, KernelModelState, FittedState, TransformerMixin, 
     ----------
     kpca_ : wideml.algebra.kpca.KPCAFit
     basis_ : KernelBasis
-    embedding_ : ndarray of shape (n_samples, n_components_)
+    embedding_ : ndarray of shape (n_samples, ``n_components_``)
         Training coordinates.
-    eigenvalues_ : ndarray of shape (n_components_,)
+    eigenvalues_ : ndarray of shape (``n_components_``,)
     n_components_ : int
     landmarks_ : ndarray of int or None
     n_features_in_ : int
