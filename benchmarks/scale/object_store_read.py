@@ -11,8 +11,9 @@ taken round-robin (local first, warm page cache):
 - the same fit of the S3 store with the model written to S3 (``-o s3://bench/model``: written locally, uploaded
   under a temporary prefix, verified, copied into place, completion marker last; ``fit_lol_cli["s3fs->s3"]``).
 
-Backends: s3fs (zarr's FsspecStore); obstore (zarr's ObjectStore) when installed,
-else reported as not installed. moto keeps objects in Python memory and serves
+Backends: s3fs (the chunk objects fetched through zarr's FsspecStore, ``remote-reader: fsspec``);
+obstore (the same URL, the chunk objects fetched by obstore, ``remote-reader: obstore``) when
+installed, else reported as not installed. moto keeps objects in Python memory and serves
 them over HTTP from one process, so the S3 figures are a floor of what
 wideml's remote reads cost, not of what a real object store delivers.
 
@@ -91,24 +92,31 @@ def main() -> None:
         upload = time.perf_counter() - t0
         dask.config.set({"wideml.storage-options": {"endpoint_url": endpoint}})
         sources = {"local": str(local), "s3fs": "s3://bench/store.zarr"}
+        backends = {"s3fs": "fsspec"}  # the config key remote-reader for each URL source
         try:
             import obstore  # noqa: F401
-            from obstore.store import S3Store
-            from zarr.storage import ObjectStore
 
-            sources["obstore"] = ObjectStore(S3Store("bench", prefix="store.zarr", endpoint=endpoint, region="us-east-1",
-                                                     client_options={"allow_http": True}), read_only=True)
-            obstore_note = "installed"
+            sources["obstore"] = "s3://bench/store.zarr"
+            backends["obstore"] = "obstore"
+            obstore_note = "installed: the same URL with remote-reader: obstore (chunk objects fetched by obstore)"
         except ImportError:
-            obstore_note = "not installed (pip install obstore): not measured"
+            obstore_note = "not installed (pip install 'wideml[s3]'): not measured"
         reads = {k: [] for k in sources}
-        fits = {k: [] for k in sources if isinstance(sources[k], str)}
+        fits = {k: [] for k in sources}
         fits["s3fs->s3"] = []
+
+        def use(name):
+            os.environ["DASK_WIDEML__REMOTE_READER"] = backends.get(name, "auto")  # also for the CLI, which reads the config afresh
+            dask.config.set({"wideml.remote-reader": backends.get(name, "auto")})
+
         for name, src in sources.items():  # warm-up (page cache, connections, imports)
+            use(name)
             wideml.open_store(src).X.sum().compute()
         for _ in range(args.repeats):
             for name, src in sources.items():
+                use(name)
                 store = wideml.open_store(src)
+                assert name not in backends or f"through {backends[name]}" in store.codec, store.codec
                 t0 = time.perf_counter()
                 store.X.sum().compute()
                 reads[name].append(time.perf_counter() - t0)

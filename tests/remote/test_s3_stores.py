@@ -186,9 +186,10 @@ def test_missing_backend_names_the_extra(capsys, monkeypatch, s3_stores):
     one_sentence(code, err, "pip install 'wideml[s3]'")
 
 
-def test_url_work_folders_are_refused(capsys, tmp_path, local_stores, s3_stores, s3_options):
-    """Outputs on an object store are written (tests/remote/test_s3_writes.py); work folders there are not yet."""
+def test_url_work_folders_are_refused_outside_fit(capsys, tmp_path, local_stores, s3_stores, s3_options):
+    """Outputs on an object store are written (test_s3_writes.py) and fits keep checkpoints there (test_s3_workdir.py);
+    other commands' work folders on an object store are refused in one sentence, before any output."""
     local = local_stores["raw"][0]
-    code, _, err = run(capsys, "fit", "lol", local, "-o", tmp_path / "m.model", "--workdir", f"s3://{BUCKET}/work")
-    one_sentence(code, err, "work folders on object stores are not supported yet")
-    assert not (tmp_path / "m.model").exists()
+    code, _, err = run(capsys, "cv", local, "-o", tmp_path / "cv.json", "--workdir", f"s3://{BUCKET}/work")
+    one_sentence(code, err, "only wideml fit keeps its checkpoints on an object store")
+    assert not (tmp_path / "cv.json").exists()

@@ -67,8 +67,10 @@ def refuse_url_outputs(args: argparse.Namespace) -> None:
                                       "would change or destroy that input: choose an output outside it.")
     workdir = getattr(args, "workdir", None)
     if isinstance(workdir, str) and is_remote(workdir):
-        raise ConfigError(f"work folders on object stores are not supported yet ({workdir} is a URL); pass a local "
-                          f"{CLI_OPTION} (outputs may be URLs: the checkpoints of a fit whose output is a URL go in the local work folder).")
+        if getattr(args, "command", None) != "fit":  # fit keeps its checkpoints there (runner/remote_workdir.py)
+            raise ConfigError(f"only wideml fit keeps its checkpoints on an object store ({workdir} is a URL); pass a local "
+                              f"{CLI_OPTION} to wideml {getattr(args, 'command', '')}.")
+        require_backend(workdir)
     for dest in (*OUTPUT_ARGS, "workdir", *INPUT_ARGS):
         value = getattr(args, dest, None)
         if isinstance(value, str) and is_url(value) and local_path_of(value) is not None:

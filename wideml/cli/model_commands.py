@@ -204,8 +204,11 @@ def run_fit(args: argparse.Namespace) -> int:
     target = fit_target(args, store)  # the store's labels; for lolreg, its numeric target (or --target FILE)
     from wideml.runtime.checkpoint import resumable
 
+    from wideml.runner.remote_workdir import remote_checkpoints
+
     work = _fit_work_folder(args.output)
-    with resumable(work, resume=not getattr(args, "no_resume", False)):
+    resume = not getattr(args, "no_resume", False)
+    with resumable(work, resume=resume) as session, remote_checkpoints(session, _remote_work_prefix(args.output), resume):
         with run_record(args) as record:
             est.fit(store, target)
         save_model(est, args.output, overwrite=args.overwrite,
@@ -243,6 +246,19 @@ def _fit_work_folder(output: str) -> str:
         key = hashlib.sha256(output.strip().rstrip("/").encode()).hexdigest()[:16]
         return os.path.join(resolve_workdir(None), f"wideml-resume-{key}")
     return checkpoint_folder(Path(output).resolve())  # beside the output: a rerun of the same command finds it
+
+
+def _remote_work_prefix(output: str) -> str | None:
+    """With a work folder on an object store (``--workdir s3://...``, config ``workdir``): the fit's work prefix there,
+    ``<workdir>/wideml-resume-<key>``, the key naming the output (a rerun on any machine finds it); else None."""
+    from wideml.runner.remote_workdir import work_prefix_url
+    from wideml.runtime.config import config_value
+    from wideml.storage.remote_write import is_remote
+
+    workdir = config_value("workdir")
+    if not (isinstance(workdir, str) and is_remote(workdir)):
+        return None
+    return work_prefix_url(workdir, output if is_remote(output) else str(Path(output).resolve()))
 
 
 def _store_name(store: str) -> str:

@@ -155,8 +155,9 @@ def resolve_workdir(workdir: str | os.PathLike | None) -> str:
     ----------
     workdir : path-like or None
         The estimator's ``workdir=`` parameter; None means the config key
-        ``wideml.workdir`` (CLI ``--workdir``), and if that is unset the
-        system temporary directory. A relative path is taken from the current
+        ``wideml.workdir`` (CLI ``--workdir``), and if that is unset, or is
+        an object-store URL (which holds only ``wideml fit``'s checkpoints),
+        the system temporary directory. A relative path is taken from the current
         directory *now*, so the graphs built on it never carry a relative path.
         A ``file://`` URL is the local path it names; any other URL
         (``s3://...``) is refused: it is never joined to the working folder.
@@ -167,6 +168,9 @@ def resolve_workdir(workdir: str | os.PathLike | None) -> str:
     """
     if workdir is None:
         workdir = config_value("workdir")
+        if isinstance(workdir, str) and is_url(workdir) and _local_path(workdir) is None:
+            workdir = None  # config workdir on an object store (CLI --workdir s3://...): it holds the checkpoints of
+            # `wideml fit` (runner/remote_workdir.py); work folders stay local, in the system temporary directory
     if workdir is None:
         return os.path.realpath(tempfile.gettempdir())
     try:

@@ -169,8 +169,9 @@ class PassCheckpoint:
         e.g. "pass 1/2", for the message saying what was resumed.
     """
 
-    def __init__(self, folder: str, interval: float, label: str, quiet: bool = False):
+    def __init__(self, folder: str, interval: float, label: str, quiet: bool = False, mirror: Any = None):
         self.folder, self.interval, self.label, self.quiet = folder, float(interval), label, quiet
+        self.mirror = mirror  # told after each save (runner/remote_workdir.py: checkpoints mirrored to an object store)
 
     def __dask_tokenize__(self):
         return ("wideml-pass-checkpoint", self.folder, self.interval, self.label)
@@ -216,6 +217,8 @@ class PassCheckpoint:
         acc = state.acc if state.encode is None or state.acc is None else state.encode(state.acc)
         save_state(self.lane_path(state.lane), (acc, sorted(state.done)))
         state.saved_at = time.monotonic()
+        if self.mirror is not None:
+            self.mirror.saved()
 
     def due(self, state: LaneState) -> bool:
         return time.monotonic() - state.saved_at >= self.interval
@@ -235,6 +238,8 @@ class PassCheckpoint:
 
     def save_result(self, value: Any) -> None:
         save_state(os.path.join(self.folder, "result.npz"), value)
+        if self.mirror is not None:
+            self.mirror.saved()
 
 
 # -- the work directory of one fit ----------------------------------------------------------
@@ -244,6 +249,7 @@ class Session:
     def __init__(self, folder: str, resume: bool, interval: float | None):
         self.folder, self.resume, self.interval = os.path.abspath(folder), bool(resume), interval
         self.begun = False
+        self.mirror: Any = None  # set by runner/remote_workdir.remote_checkpoints: saves are mirrored to an object store
 
     def begin(self, fingerprint: dict) -> bool:
         """Compare ``fingerprint`` (parts ``store``, ``parameters``, ``version``) with the saved one.
@@ -304,7 +310,7 @@ class Session:
             shutil.rmtree(folder, ignore_errors=True)
             os.makedirs(folder, exist_ok=True)
             _write_json(meta_path, {"key": key})
-        return PassCheckpoint(folder, self.interval, f"pass {index}/{total}")
+        return PassCheckpoint(folder, self.interval, f"pass {index}/{total}", mirror=self.mirror)
 
     def has_checkpoints(self) -> bool:
         """Whether any pass saved a lane or its result."""

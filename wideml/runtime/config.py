@@ -360,6 +360,7 @@ _CHECKS = {
     "workdir": _check_workdir,
     "cluster": check_cluster,
     "storage-options": _check_storage_options,
+    "remote-reader": _check_choice("remote-reader", ("auto", "obstore", "fsspec")),
 }
 
 

@@ -56,7 +56,95 @@ def _damaged(path: str, name: str, shape: tuple, key, exc: Exception):
                       "restore the store from a copy or write it again.")
 
 
-class ZarrReader:
+class ChunkBlocks:
+    """The one chunk-assembly loop of the raw chunk readers (local files: :class:`ZarrReader`; objects:
+    :class:`wideml.storage.remote_reader.RemoteZarrReader`).
+
+    A block ``[rows, cols]`` that covers whole stored chunks is assembled here
+    from the chunks one reader supplies: a subclass defines only
+    ``_chunk_or_fill(i, j, alloc)`` (chunk (i, j) decoded, ``"fill"`` for a
+    missing chunk of a "fill" store, None when zarr must read the block) and,
+    to fetch the chunks of a block together, ``_chunks_or_fill(keys)``.
+    It expects ``shape``, ``dtype``, ``chunks``, ``path``, ``_codecs``,
+    ``_layout`` and ``_raw`` (from :meth:`_raw_layout`).
+    """
+
+    def _raw_layout(self, meta: dict):
+        """(dtype in the stored byte order, fill value, numcodecs decoder or None, crc32c?) when whole chunks can be
+        decoded straight from their bytes, else None."""
+        if self._layout is None or self._layout.inner is not None or self._layout.grid != self.chunks:
+            return None
+        found = chunk_decoder(self._codecs)
+        if found is None:
+            return None
+        endian, decoder, crc = found
+        dtype = self.dtype.newbyteorder("<" if endian == "little" else ">")
+        return dtype, meta.get("fill_value", 0), decoder, crc
+
+    def _codec_text(self, how: str) -> str:
+        """The codec chain in words, then ``how`` it is read (:meth:`describe_codec`)."""
+        parts = []
+        for codec in self._codecs[1:]:
+            conf = codec.get("configuration", {})
+            detail = ", ".join(f"{k} {v}" for k, v in conf.items() if k in ("cname", "level", "clevel", "shuffle"))
+            parts.append(f"{codec.get('name')} ({detail})" if detail else str(codec.get("name")))
+        if self._codecs and self._codecs[0].get("name") == "sharding_indexed":
+            parts = ["sharded"]
+        return f"{' + '.join(parts) or 'none'}; {how}"
+
+    def read_into(self, rows: slice, cols: slice, alloc) -> np.ndarray:
+        """The block ``[rows, cols]``, read into memory from ``alloc(shape, dtype)`` when it is one stored chunk.
+
+        ``alloc`` returns a C-contiguous array to read the chunk into (a reused
+        per-thread buffer, so no fresh pages fault in on every read); other
+        blocks, and other layouts, are read as by ``self[rows, cols]``. The
+        result may be a view of that buffer. One read of the block.
+        """
+        if self._raw is not None:
+            block = self._read_raw(rows, cols, alloc)
+            if block is not None:
+                _count(self.path)
+                return block
+        return self[rows, cols]
+
+    def _raw_block(self, key):
+        """The block ``self[key]`` assembled from its chunks, or None when zarr must read it (not counted)."""
+        rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (None, None)
+        # dask may fuse integer or fancy indexing into the read; only plain slices take the raw path
+        if self._raw is not None and isinstance(rows, slice) and isinstance(cols, slice) and rows.step in (None, 1) and cols.step in (None, 1):
+            return self._read_raw(rows, cols)
+        return None
+
+    def _read_raw(self, rows: slice, cols: slice, alloc=None):
+        (r0, r1, _), (c0, c1, _) = rows.indices(self.shape[0]), cols.indices(self.shape[1])
+        cr, cc = self.chunks
+        if r0 % cr or c0 % cc or (r1 % cr and r1 != self.shape[0]) or (c1 % cc and c1 != self.shape[1]):
+            return None
+        fill = self._raw[1]
+        if (r1 - r0 <= cr) and (c1 - c0 <= cc):  # exactly one stored chunk: no extra copy
+            chunk = self._chunk_or_fill(r0 // cr, c0 // cc, alloc)
+            if chunk is None:
+                return None
+            if isinstance(chunk, str):
+                return np.full((r1 - r0, c1 - c0), fill, dtype=self.dtype)
+            view = chunk[: r1 - r0, : c1 - c0]
+            return view if view.dtype == self.dtype else view.astype(self.dtype)
+        out = np.empty((r1 - r0, c1 - c0), dtype=self.dtype)
+        keys = [(i, j) for i in range(r0 // cr, -(-r1 // cr)) for j in range(c0 // cc, -(-c1 // cc))]
+        for (i, j), chunk in zip(keys, self._chunks_or_fill(keys)):
+            rs, cs = i * cr, j * cc
+            re_, ce = min(rs + cr, r1), min(cs + cc, c1)
+            if chunk is None:
+                return None
+            out[rs - r0 : re_ - r0, cs - c0 : ce - c0] = fill if isinstance(chunk, str) else chunk[: re_ - rs, : ce - cs]
+        return out
+
+    def _chunks_or_fill(self, keys: list[tuple[int, int]]):
+        """The chunks ``keys`` in order, as :meth:`_chunk_or_fill` gives them (one at a time unless a reader fetches them together)."""
+        return (self._chunk_or_fill(i, j) for i, j in keys)
+
+
+class ZarrReader(ChunkBlocks):
     """Read rectangular blocks of a 2-D zarr v3 array; a missing chunk is an error unless the store says "fill".
 
     For arrays with the default (or v2) chunk-key encoding whose chunks are
@@ -97,16 +185,6 @@ class ZarrReader:
         self._layout = None if meta is None else chunk_layout(os.path.join(self.path, self.name), meta)
         self._raw = None if meta is None else self._raw_layout(meta)
 
-    def _raw_layout(self, meta: dict):
-        if self._layout is None or self._layout.inner is not None or self._layout.grid != self.chunks:
-            return None
-        found = chunk_decoder(self._codecs)
-        if found is None:
-            return None
-        endian, decoder, crc = found
-        dtype = self.dtype.newbyteorder("<" if endian == "little" else ">")
-        return dtype, meta.get("fill_value", 0), decoder, crc
-
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_array"] = None
@@ -128,12 +206,9 @@ class ZarrReader:
 
     def __getitem__(self, key):
         _count(self.path)
-        rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (None, None)
-        # dask may fuse integer or fancy indexing into the read; only plain slices take the raw path
-        if self._raw is not None and isinstance(rows, slice) and isinstance(cols, slice) and rows.step in (None, 1) and cols.step in (None, 1):
-            block = self._read_raw(rows, cols)
-            if block is not None:
-                return block
+        block = self._raw_block(key)
+        if block is not None:
+            return block
         try:
             block = np.asarray(self._zarr()[key])
         except (IndexError, TypeError):  # a bad selection is the caller's bug, not the store's
@@ -160,30 +235,7 @@ class ZarrReader:
         """How the chunk files are encoded and read, e.g. ``"zstd (level 3); decoded straight from the chunk files"``."""
         if self._codecs is None:
             return "unknown"
-        parts = []
-        for codec in self._codecs[1:]:
-            conf = codec.get("configuration", {})
-            detail = ", ".join(f"{k} {v}" for k, v in conf.items() if k in ("cname", "level", "clevel", "shuffle"))
-            parts.append(f"{codec.get('name')} ({detail})" if detail else str(codec.get("name")))
-        if self._codecs and self._codecs[0].get("name") == "sharding_indexed":
-            parts = ["sharded"]
-        how = "read straight from the chunk files" if self._raw is not None else "read through zarr"
-        return f"{' + '.join(parts) or 'none'}; {how}"
-
-    def read_into(self, rows: slice, cols: slice, alloc) -> np.ndarray:
-        """The block ``[rows, cols]``, read into memory from ``alloc(shape, dtype)`` when it is one stored chunk.
-
-        ``alloc`` returns a C-contiguous array to read the chunk file into (a
-        reused per-thread buffer, so no fresh pages fault in on every read);
-        other blocks, and other layouts, are read as by ``self[rows, cols]``.
-        The result may be a view of that buffer.
-        """
-        if self._raw is not None:
-            block = self._read_raw(rows, cols, alloc)
-            if block is not None:
-                _count(self.path)
-                return block
-        return self[rows, cols]
+        return self._codec_text("read straight from the chunk files" if self._raw is not None else "read through zarr")
 
     def hint(self, cols: slice) -> None:
         """Ask the OS to start reading the chunk files of the full-height columns ``cols`` (no wait, no CPU).
@@ -208,31 +260,6 @@ class ZarrReader:
                     pass
                 finally:
                     os.close(fd)
-
-    def _read_raw(self, rows: slice, cols: slice, alloc=None):
-        (r0, r1, _), (c0, c1, _) = rows.indices(self.shape[0]), cols.indices(self.shape[1])
-        cr, cc = self.chunks
-        if r0 % cr or c0 % cc or (r1 % cr and r1 != self.shape[0]) or (c1 % cc and c1 != self.shape[1]):
-            return None
-        fill = self._raw[1]
-        if (r1 - r0 <= cr) and (c1 - c0 <= cc):  # exactly one stored chunk: no extra copy
-            chunk = self._chunk_or_fill(r0 // cr, c0 // cc, alloc)
-            if chunk is None:
-                return None
-            if isinstance(chunk, str):
-                return np.full((r1 - r0, c1 - c0), fill, dtype=self.dtype)
-            view = chunk[: r1 - r0, : c1 - c0]
-            return view if view.dtype == self.dtype else view.astype(self.dtype)
-        out = np.empty((r1 - r0, c1 - c0), dtype=self.dtype)
-        for i in range(r0 // cr, -(-r1 // cr)):
-            for j in range(c0 // cc, -(-c1 // cc)):
-                rs, cs = i * cr, j * cc
-                re_, ce = min(rs + cr, r1), min(cs + cc, c1)
-                chunk = self._chunk_or_fill(i, j)
-                if chunk is None:
-                    return None
-                out[rs - r0 : re_ - r0, cs - c0 : ce - c0] = fill if isinstance(chunk, str) else chunk[: re_ - rs, : ce - cs]
-        return out
 
     def _chunk_or_fill(self, i: int, j: int, alloc=None):
         """Chunk (i, j) from its file; ``"fill"`` for a missing file of a "fill" store; None when zarr must read it."""

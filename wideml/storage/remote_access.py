@@ -13,11 +13,13 @@ object missing.
 
 from __future__ import annotations
 
+import copy
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from wideml.exceptions import StoreError
+from wideml.storage.obstore_reads import forget_obstore
 from wideml.storage.urls import DEFAULT_OPTIONS, S3FS_TRIES, protocol_of
 
 _stores: dict[tuple, Any] = {}
@@ -63,7 +65,7 @@ class RemoteLocation:
         from zarr.storage import FsspecStore
 
         try:
-            opened = FsspecStore.from_url(self.url, storage_options=dict(self.options) or None, read_only=True)
+            opened = FsspecStore.from_url(self.url, storage_options=copy.deepcopy(dict(self.options)) or None, read_only=True)  # botocore edits them
         except StoreError:
             raise
         except Exception as exc:  # noqa: BLE001 - fsspec's and the provider's many errors, in one sentence
@@ -87,6 +89,7 @@ def forget_stores() -> None:
     """Drop the stores opened in this process (tests; or after the credentials in the environment changed)."""
     with _lock:
         _stores.clear()
+    forget_obstore()
 
 
 def remote_error(exc: BaseException, url: str, doing: str) -> StoreError:
@@ -136,6 +139,24 @@ def get_bytes(location: RemoteLocation, key: str, suffix: int | None = None) -> 
     return run(get, location.url, f"read {key} of")
 
 
+def get_many(location: RemoteLocation, keys: list[str]) -> list[bytes | None]:
+    """The bytes of each of ``keys`` (None for a missing object), fetched concurrently on zarr's event loop."""
+    import asyncio
+
+    from zarr.core.buffer import default_buffer_prototype
+
+    store = location.store()
+
+    async def one(key):
+        buf = await store.get(key, prototype=default_buffer_prototype())
+        return None if buf is None else buf.to_bytes()
+
+    async def gather():
+        return await asyncio.gather(*(one(k) for k in keys))
+
+    return run(gather, location.url, f"read {keys[0] if len(keys) == 1 else f'{len(keys)} chunks'} of")
+
+
 def list_keys(location: RemoteLocation, prefix: str) -> set[str]:
     """Every key under ``prefix`` (one listing; an object store lists a prefix, not folder by folder)."""
     store = location.store()
@@ -152,4 +173,4 @@ def exists(location: RemoteLocation, key: str) -> bool:
     return bool(run(lambda: store.exists(key), location.url, f"look for {key} in"))
 
 
-__all__ = ["RemoteLocation", "exists", "forget_stores", "get_bytes", "list_keys", "remote_error", "run"]
+__all__ = ["RemoteLocation", "exists", "forget_stores", "get_bytes", "get_many", "list_keys", "remote_error", "run"]

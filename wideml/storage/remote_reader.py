@@ -10,6 +10,12 @@ for a store that says ``missing_chunks: fill``, the fill value), and so is an
 object that does not decode to exactly its chunk (truncated or damaged). Other blocks
 and layouts are read through zarr, after which the block's chunk objects are
 looked for (one HEAD each), so a deleted chunk is never read as zeros.
+
+The block is assembled by the one loop of :class:`wideml.storage.reader.ChunkBlocks`;
+this reader supplies only the fetch and decode of chunk objects. They are
+fetched through obstore or fsspec as the config key ``remote-reader`` says
+(:mod:`wideml.storage.obstore_reads`); the chunks of a block that spans several
+are fetched concurrently.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ import itertools
 
 import numpy as np
 
-from wideml.exceptions import StoreError
-from wideml.storage.chunkfiles import chunk_decoder, crc32c_matches
+from wideml.exceptions import ConfigError, StoreError
+from wideml.runtime.config import config_value
+from wideml.storage.chunkfiles import crc32c_matches
 from wideml.storage.integrity import chunk_layout, chunk_path, describe_chunk, missing_error
-from wideml.storage.reader import _damaged, _spans, count_read
-from wideml.storage.remote_access import RemoteLocation, exists, get_bytes, remote_error
+from wideml.storage.obstore_reads import obstore_fetcher, resolve_backend
+from wideml.storage.reader import ChunkBlocks, _damaged, _spans, count_read
+from wideml.storage.remote_access import RemoteLocation, exists, get_bytes, get_many, remote_error
 from wideml.storage.urls import protocol_of
 
 
@@ -35,11 +43,11 @@ def decode_chunk(data: bytes, shape, raw, alloc=None):
         When the crc32c trailer does not match the bytes before it.
     """
     dtype, _, decoder, crc = raw
-    view = memoryview(data)
+    view = memoryview(data).cast("B")
     if crc:
-        if len(data) < 4:
+        if len(view) < 4:
             return None
-        if not crc32c_matches(view[:-4], data[-4:]):
+        if not crc32c_matches(view[:-4], bytes(view[-4:])):
             raise ValueError("crc32c mismatch")
         view = view[:-4]
     chunk = alloc(shape, dtype) if alloc is not None else np.empty(shape, dtype=dtype)
@@ -55,7 +63,7 @@ def decode_chunk(data: bytes, shape, raw, alloc=None):
     return chunk
 
 
-class RemoteZarrReader:
+class RemoteZarrReader(ChunkBlocks):
     """Read rectangular blocks of a 2-D zarr v3 array on an object store.
 
     Parameters
@@ -68,11 +76,14 @@ class RemoteZarrReader:
     meta : dict
         The array's ``zarr.json``.
     missing : {"error", "fill"}
+    backend : {"auto", "obstore", "fsspec"}, optional
+        What fetches the chunk objects (default: the config key ``remote-reader``); resolved in each process.
     """
 
     of_store = True
 
-    def __init__(self, location: RemoteLocation, name: str, shape, dtype, chunks, meta: dict, missing: str = "error"):
+    def __init__(self, location: RemoteLocation, name: str, shape, dtype, chunks, meta: dict, missing: str = "error",
+                 backend: str | None = None):
         self.location, self.name = location, name
         self.path = location.url  # how READ_COUNTER and messages name the store
         self.shape, self.dtype, self.chunks = tuple(shape), np.dtype(dtype), tuple(chunks)
@@ -82,19 +93,15 @@ class RemoteZarrReader:
         self._codecs = meta.get("codecs", [])
         self._layout = chunk_layout(name, meta)  # keys such as "X/c/0/3"
         self._raw = self._raw_layout(meta)
-
-    def _raw_layout(self, meta: dict):
-        if self._layout is None or self._layout.inner is not None or self._layout.grid != self.chunks:
-            return None
-        found = chunk_decoder(self._codecs)
-        if found is None:
-            return None
-        endian, decoder, crc = found
-        return self.dtype.newbyteorder("<" if endian == "little" else ">"), meta.get("fill_value", 0), decoder, crc
+        self.backend = str(backend or config_value("remote-reader") or "auto").strip().lower()
+        self._fetch = None
+        if self._raw is not None:
+            resolve_backend(location, self.backend)  # an impossible choice is one sentence now, not in a task
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_array"] = None
+        state["_fetch"] = None
         return state
 
     def __wideml_paths__(self):
@@ -104,7 +111,7 @@ class RemoteZarrReader:
 
     def __wideml_remote__(self):
         """(URL, probe) for :mod:`wideml.runtime.remote_check`: the probe runs on a worker and returns None or what failed."""
-        return self.location.url, RemoteProbe(self.location, self.name)
+        return self.location.url, RemoteProbe(self.location, self.name, self.backend)
 
     def _what(self) -> str:
         return f"{self.name} of the store at {self.location.url}"
@@ -123,35 +130,18 @@ class RemoteZarrReader:
 
     def describe_codec(self) -> str:
         """How the chunk objects are encoded and read, e.g. ``"zstd (level 3); read object by object"``."""
-        parts = []
-        for codec in self._codecs[1:]:
-            conf = codec.get("configuration", {})
-            detail = ", ".join(f"{k} {v}" for k, v in conf.items() if k in ("cname", "level", "clevel", "shuffle"))
-            parts.append(f"{codec.get('name')} ({detail})" if detail else str(codec.get("name")))
-        if self._codecs and self._codecs[0].get("name") == "sharding_indexed":
-            parts = ["sharded"]
-        how = "read object by object from the object store" if self._raw is not None else "read through zarr from the object store"
-        return f"{' + '.join(parts) or 'none'}; {how}"
+        if self._raw is None:
+            return self._codec_text("read through zarr from the object store")
+        return self._codec_text(f"read object by object from the object store (through {resolve_backend(self.location, self.backend)})")
 
     def hint(self, cols: slice) -> None:
         """No read-ahead on an object store (a no-op, as :meth:`ZarrReader.hint` on layouts it cannot hint)."""
 
-    def read_into(self, rows: slice, cols: slice, alloc) -> np.ndarray:
-        """The block ``[rows, cols]``, decoded into ``alloc(shape, dtype)`` when it is one stored chunk."""
-        if self._raw is not None:
-            block = self._read_raw(rows, cols, alloc)
-            if block is not None:
-                count_read(self.path)
-                return block
-        return self[rows, cols]
-
     def __getitem__(self, key):
         count_read(self.path)
-        rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (None, None)
-        if self._raw is not None and isinstance(rows, slice) and isinstance(cols, slice) and rows.step in (None, 1) and cols.step in (None, 1):
-            block = self._read_raw(rows, cols)
-            if block is not None:
-                return block
+        block = self._raw_block(key)
+        if block is not None:
+            return block
         try:
             block = np.asarray(self._zarr()[key])
         except (IndexError, TypeError, StoreError):
@@ -176,39 +166,40 @@ class RemoteZarrReader:
             if not exists(self.location, chunk_path(self._layout, idx)):
                 raise missing_error(idx, self.shape, grid, self._what(), unit=self._layout.unit)
 
-    def _read_raw(self, rows: slice, cols: slice, alloc=None):
-        (r0, r1, _), (c0, c1, _) = rows.indices(self.shape[0]), cols.indices(self.shape[1])
-        cr, cc = self.chunks
-        if r0 % cr or c0 % cc or (r1 % cr and r1 != self.shape[0]) or (c1 % cc and c1 != self.shape[1]):
-            return None
-        fill = self._raw[1]
-        if (r1 - r0 <= cr) and (c1 - c0 <= cc):
-            chunk = self._chunk_or_fill(r0 // cr, c0 // cc, alloc)
-            if chunk is None:
-                return None
-            if isinstance(chunk, str):
-                return np.full((r1 - r0, c1 - c0), fill, dtype=self.dtype)
-            view = chunk[: r1 - r0, : c1 - c0]
-            return view if view.dtype == self.dtype else view.astype(self.dtype)
-        out = np.empty((r1 - r0, c1 - c0), dtype=self.dtype)
-        for i in range(r0 // cr, -(-r1 // cr)):
-            for j in range(c0 // cc, -(-c1 // cc)):
-                rs, cs = i * cr, j * cc
-                re_, ce = min(rs + cr, r1), min(cs + cc, c1)
-                chunk = self._chunk_or_fill(i, j)
-                if chunk is None:
-                    return None
-                out[rs - r0 : re_ - r0, cs - c0 : ce - c0] = fill if isinstance(chunk, str) else chunk[: re_ - rs, : ce - cs]
-        return out
+    def _fetcher(self):
+        """``fetch(keys) -> [bytes-like or None]`` of this process's backend (chosen once per process)."""
+        if self._fetch is None:
+            if resolve_backend(self.location, self.backend) == "obstore":
+                self._fetch = obstore_fetcher(self.location)
+            else:
+                self._fetch = lambda keys: get_many(self.location, keys)
+        return self._fetch
+
+    def _objects(self, keys: list[tuple[int, int]]) -> list:
+        """The bytes of the chunk objects ``keys`` (None for a missing one), fetched together; failures in one sentence."""
+        names = [chunk_path(self._layout, key) for key in keys]
+        try:
+            return self._fetcher()(names)
+        except (StoreError, ConfigError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the client's many errors, in one sentence
+            raise remote_error(exc, self.location.url, f"read {names[0] if len(names) == 1 else f'{len(names)} chunks'} of") from None
 
     def _chunk_or_fill(self, i: int, j: int, alloc=None):
         """Chunk (i, j) from its object; ``"fill"`` for a missing object of a "fill" store; an object that does not decode is an error."""
-        data = get_bytes(self.location, chunk_path(self._layout, (i, j)))
+        return self._decoded((i, j), self._objects([(i, j)])[0], alloc)
+
+    def _chunks_or_fill(self, keys: list[tuple[int, int]]):
+        """The chunks ``keys`` of a block, their objects fetched concurrently, each decoded as the loop takes it."""
+        return (self._decoded(key, data) for key, data in zip(keys, self._objects(keys)))
+
+    def _decoded(self, key: tuple[int, int], data, alloc=None):
+        """Chunk ``key`` decoded from its object's bytes (None: the object is missing)."""
         if data is None:
             if self.missing == "fill":
                 return "fill"
-            raise missing_error((i, j), self.shape, self.chunks, self._what())
-        where = f"{describe_chunk((i, j), self.shape, self.chunks)} of {self._what()}"
+            raise missing_error(key, self.shape, self.chunks, self._what())
+        where = f"{describe_chunk(key, self.shape, self.chunks)} of {self._what()}"
         try:
             chunk = decode_chunk(data, self.chunks, self._raw, alloc)
         except ValueError:
@@ -216,7 +207,8 @@ class RemoteZarrReader:
                              "a copy or write it again.") from None
         if chunk is None:  # a whole stored chunk of this layout always decodes to exactly the chunk's bytes
             raise StoreError(f"{where} does not decode to a {self.chunks[0]} x {self.chunks[1]} chunk of {self.dtype} (its object "
-                             f"holds {len(data)} bytes: truncated or damaged); restore the store from a copy or write it again.")
+                             f"holds {len(memoryview(data).cast('B'))} bytes: truncated or damaged); restore the store from a copy "
+                             "or write it again.")
         return chunk
 
 
@@ -226,10 +218,15 @@ class RemoteProbe:
     Called on the worker; returns None when it can read the store, else a few words saying what failed.
     """
 
-    def __init__(self, location: RemoteLocation, name: str):
-        self.location, self.name = location, name
+    def __init__(self, location: RemoteLocation, name: str, backend: str = "auto"):
+        self.location, self.name, self.backend = location, name, backend
 
     def __call__(self) -> str | None:
+        if self.backend == "obstore":
+            try:
+                import obstore  # noqa: F401
+            except ImportError as exc:
+                return f"cannot import obstore, which remote-reader: obstore asks for ({exc})"
         if self.location.store_object is None:
             protocol = protocol_of(self.location.url)
             try:
