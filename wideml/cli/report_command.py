@@ -65,16 +65,18 @@ def _refuse_output_on(output: str, inputs: list) -> None:
 
 
 def check_report_option(args: argparse.Namespace) -> None:
-    """Before the run: refuse a ``--report`` that is a URL, a user's file, an input, or another output of the command."""
+    """Before the run: refuse a ``--report`` that is an input, a URL, not an .html name, a user's file, in an unwritable
+    folder, another output of the command, or that needs matplotlib when it is missing."""
     report = getattr(args, "report", None)
-    if not report:
+    if report is None:
         return
     from wideml.cli.before_run import refuse_outputs_on_inputs
     from wideml.exceptions import ConfigError
-    from wideml.storage.atomic import check_output, refuse_url_output
+    from wideml.report.output import check_report_output, refuse_empty
 
-    refuse_url_output(report)
-    check_output(report, args.overwrite)
+    refuse_empty(report)
+    # the input first: "--report is the input store" is the answer, never "pass --overwrite"
+    refuse_outputs_on_inputs(argparse.Namespace(**{**vars(args), "output": report, "plot": None, "out": None, "workdir": None}))
     if getattr(args, "command", None) == "fit" and "://" in str(getattr(args, "output", "")):
         raise ConfigError(f"--report reads the model after the fit, which needs a local model output, not {args.output}; "
                           "write the model locally, or run `wideml report --model` on a local copy.")
@@ -82,13 +84,25 @@ def check_report_option(args: argparse.Namespace) -> None:
         other = getattr(args, dest, None)
         if isinstance(other, str) and os.path.realpath(other) == os.path.realpath(report):
             raise ConfigError(f"--report and the {dest} of this command name the same path {report}; give each its own path.")
-    refuse_outputs_on_inputs(argparse.Namespace(**{**vars(args), "output": report, "plot": None, "out": None, "workdir": None}))
+    check_report_output(report, args.overwrite, figures=_draws_figures(args))
+
+
+def _draws_figures(args: argparse.Namespace) -> bool:
+    """Whether the run's report draws figures (matplotlib): always for cv; for fit, when the store has a spatial reference."""
+    if getattr(args, "command", None) != "fit":
+        return True
+    from wideml.storage import open_store
+
+    try:
+        return open_store(args.store).spatial is not None
+    except Exception:  # noqa: BLE001 - the run itself says what is wrong with the store, in its own sentence
+        return False
 
 
 def write_after_run(args: argparse.Namespace, *, cv=None, model=None) -> None:
     """After a cv or fit run: write its report to ``args.report`` (when given) and say where."""
     report_path = getattr(args, "report", None)
-    if not report_path:
+    if report_path is None:
         return
     from wideml.report import report
 
@@ -114,7 +128,7 @@ def fit_provenance(args: argparse.Namespace, record) -> dict:
 
 
 def cv_facts(record, report, store) -> dict:
-    """What ``wideml cv -o`` adds to its JSON: the run (``record``) and the true class codes of the samples.
+    """What ``wideml cv -o`` adds to its JSON: the run (``record``), the store's fingerprint and the true class codes of the samples.
 
     ``true_codes`` index the report's ``classes`` like its out-of-fold predictions do, so a
     confusion matrix needs no store; left out when the store's labels do not code to those classes.
@@ -122,6 +136,11 @@ def cv_facts(record, report, store) -> dict:
     import numpy as np
 
     extra = {"run": record.to_dict()}
+    location = str(getattr(store, "path", "") or "")
+    if location and "://" not in location:  # the report compares it with the store it is given
+        from wideml.estimators.kernel.store_identity import store_identity
+
+        extra["store_fingerprint"] = store_identity(os.path.abspath(location))
     if report is not None and store.y is not None:
         classes, codes = np.unique(np.asarray(store.y), return_inverse=True)
         if [str(c) for c in classes] == [str(c) for c in report.classes]:

@@ -1,5 +1,8 @@
 """The cross-validation figure: error against embedding dimension, a ±1 sd band per method, chance dashed.
 
+With a single dimension (every method scored at one d) the band is an error
+bar and the x-axis has integer ticks around that d.
+
 Drawn from a :class:`wideml.estimators.gram.cv.CVReport` (``wideml cv --plot``,
 through :mod:`wideml.cli.plots`) or from the JSON ``wideml cv -o`` writes (the
 report's cross-validation section, through :func:`report_from_json`); both read
@@ -68,6 +71,8 @@ def cv_figure(report, title: str = ""):
 
     fig, ax = plt.subplots(figsize=(8.4, 4.6), dpi=120)
     markers = "osD^v<>ph"
+    drawn = sorted({int(d) for r in report.results.values() if getattr(r, "error", None) is None for d in r.dims})
+    single = len(drawn) == 1  # one dimension: error bars, not bands (a band of one point is not drawn)
     for i, (name, r) in enumerate(report.results.items()):
         if getattr(r, "error", None) is not None:  # a failed method: its message is in the table and the report
             continue
@@ -75,12 +80,18 @@ def cv_figure(report, title: str = ""):
         z = 10 + len(report.results) - i  # the first method listed is drawn on top: equal curves stay visible
         (line,) = ax.plot(d, e, marker=markers[i % len(markers)], ms=3.5, zorder=z, clip_on=False,
                           label=f"{name.upper()} (best d={r.best_dim}, {r.best_error:.3f})")
-        ax.fill_between(d, np.clip(e - s, 0, 1), np.clip(e + s, 0, 1), color=line.get_color(), alpha=0.15, zorder=z - 5)
+        if single:
+            ax.errorbar(d, e, yerr=s, fmt="none", ecolor=line.get_color(), capsize=4, zorder=z)
+        else:
+            ax.fill_between(d, np.clip(e - s, 0, 1), np.clip(e + s, 0, 1), color=line.get_color(), alpha=0.15, zorder=z - 5)
         ax.plot([r.best_dim], [r.best_error], marker="*", ms=12, color=line.get_color(), zorder=z, clip_on=False)
     ax.axhline(report.chance_error, ls="--", color="grey", lw=1, label="chance")
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if single:  # integer ticks around the one d, not matplotlib's fractional ones
+        ax.set_xlim(drawn[0] - 1, drawn[0] + 1)
+        ax.set_xticks([drawn[0] - 1, drawn[0], drawn[0] + 1])
     ax.set_xlabel("embedding dimension d")
     ax.set_ylabel(f"{report.classifier.upper()} misclassification rate")
     ax.set_ylim(bottom=0)
@@ -89,7 +100,7 @@ def cv_figure(report, title: str = ""):
     ax.grid(alpha=0.3)
     repeats = getattr(report, "n_repeats", 1)
     over = f"the {report.n_folds} folds" if repeats == 1 else f"the {report.n_splits} splits ({report.cv_name})"
-    caption = (f"Shaded bands: \u00b11 sd of the error over {over};\n"
+    caption = (f"{'Error bars' if single else 'Shaded bands'}: \u00b11 sd of the error over {over};\n"
                "\u2605 marks each method's best d (lowest mean error).")
     fig.text(0.5, 0.01, caption, ha="center", va="bottom", fontsize=7.5, color="0.3", wrap=True)
     fig.tight_layout(rect=(0, 0.07, 1, 1))

@@ -6,52 +6,28 @@ Cohen's kappa (and the fixed-dimension methods' error), and a confusion matrix
 per method at its chosen d, summed over the rounds of the out-of-fold
 predictions. The true classes come from the JSON's ``true_codes`` (written by
 ``wideml cv -o``) or, for a JSON without them, from the labels of the store
-given with it; a store whose classes or sample count differ from the
-cross-validated ones gives no matrix (a note says why) rather than a wrong one.
+given with it, and only when that store is the one the JSON records (same
+path, or same store id); another store, or one whose classes or sample count
+differ from the cross-validated ones, gives no matrix (a note says why) rather
+than a wrong one. Above :data:`HEATMAP_CLASSES` classes a matrix is a heatmap
+image (class codes on the axes) instead of a K x K table. The JSON is checked
+field by field first (:mod:`wideml.report.cv_json`).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
-from collections.abc import Mapping
 
 import numpy as np
 
-from wideml.exceptions import WidemlError
+from wideml.report.consistency import recorded, same_store
 from wideml.report.cv_figure import cv_figure, report_from_json
-from wideml.report.figures import figure_uri
+from wideml.report.cv_json import read_cv
+from wideml.report.figures import figure_uri, pyplot
 
-
-def read_cv(cv) -> dict:
-    """The cross-validation report: a mapping as given, or the JSON file at ``cv``; one sentence if it is not one.
-
-    Parameters
-    ----------
-    cv : str, path-like or mapping
-
-    Returns
-    -------
-    dict
-    """
-    if isinstance(cv, Mapping):
-        doc = dict(cv)
-    else:
-        try:
-            with open(os.fspath(cv), encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except FileNotFoundError:
-            raise WidemlError(f"no cross-validation report at {os.fspath(cv)!r}; give the JSON that `wideml cv -o` wrote.") from None
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
-            raise WidemlError(f"cannot read the cross-validation report {os.fspath(cv)!r} ({type(exc).__name__}); "
-                              "give the JSON that `wideml cv -o` wrote.") from None
-    results = doc.get("results") if isinstance(doc, dict) else None
-    fixed = doc.get("fixed_dimension_methods", {}) if isinstance(doc, dict) else None
-    if not isinstance(results, dict) or not isinstance(fixed, dict) or not all(
-            isinstance(r, dict) and isinstance(r.get("dims", []), list) for r in results.values()):
-        raise WidemlError("the cross-validation report has no 'results' of methods; give the JSON that `wideml cv -o` wrote.")
-    return doc
+#: Above this many classes a confusion matrix is drawn as a heatmap image, not an HTML table.
+HEATMAP_CLASSES = 30
 
 
 def _number(value) -> float:
@@ -85,14 +61,21 @@ def _table(doc: dict) -> list[dict]:
     return rows
 
 
-def _true_codes(doc: dict, labels) -> tuple[np.ndarray | None, str | None]:
-    """The true class codes of the cross-validated samples, or None and why there are none."""
+def _true_codes(doc: dict, labels, same_store: bool | None) -> tuple[np.ndarray | None, str | None]:
+    """The true class codes of the cross-validated samples, or None and why there are none.
+
+    Without ``true_codes`` in the JSON, the store's labels are used only when the store given is
+    the one the JSON records (``same_store``) and its classes are the cross-validated ones.
+    """
     classes = [str(c) for c in doc.get("classes", [])]
     if isinstance(doc.get("true_codes"), list):
         return np.asarray(doc["true_codes"], dtype=np.int64), None
     if labels is None:
         return None, ("no confusion matrix: this cross-validation report holds no true classes (written before "
                       "`wideml cv -o` recorded them); give its store too.")
+    if same_store is not True:
+        return None, (f"no confusion matrix: this cross-validation report holds no true classes and the store given is "
+                      f"not the store it records ({doc.get('store') or 'none recorded'}); give that store.")
     found, codes = np.unique(np.asarray(labels), return_inverse=True)
     if [str(c) for c in found] != classes:
         return None, "no confusion matrix: the store's classes are not the cross-validated ones; give the store the report was made on."
@@ -115,11 +98,26 @@ def _confusion(r: dict, truth: np.ndarray, n_classes: int) -> np.ndarray | None:
     return counts
 
 
-def _matrices(doc: dict, labels) -> tuple[list[dict], str | None]:
+def _heatmap(counts: np.ndarray, share: np.ndarray, title: str) -> str:
+    """A K x K confusion matrix as a PNG ``data:`` URI (row shares as shade), for many classes."""
+    plt = pyplot()
+    k = counts.shape[0]
+    size = min(9.0, 3.0 + k * 0.03)
+    fig, ax = plt.subplots(figsize=(size + 1.2, size), dpi=100)
+    image = ax.imshow(share, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+    ax.set_xlabel("predicted class (code)")
+    ax.set_ylabel("true class (code)")
+    ax.set_title(title.replace("$", r"\$"), fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="share of the row")
+    fig.tight_layout()
+    return figure_uri(fig)
+
+
+def _matrices(doc: dict, labels, same_store: bool | None = None) -> tuple[list[dict], str | None]:
     classes = [str(c) for c in doc.get("classes", [])]
     if not any(r.get("predictions") and r.get("error") is None for r in doc["results"].values()):
         return [], None  # only fixed-dimension methods (or none scored): no out-of-fold predictions to count
-    truth, why = _true_codes(doc, labels)
+    truth, why = _true_codes(doc, labels, same_store)
     if truth is None:
         return [], why
     if truth.size and (truth.min() < 0 or truth.max() >= len(classes)):
@@ -134,10 +132,17 @@ def _matrices(doc: dict, labels) -> tuple[list[dict], str | None]:
             continue
         rows = counts.sum(axis=1, keepdims=True)
         share = np.divide(counts, rows, out=np.zeros(counts.shape), where=rows > 0)
+        rounds = len(r["predictions"])
+        if len(classes) > HEATMAP_CLASSES:  # a K x K table of many classes cannot be read: a heatmap, codes on the axes
+            title = f"{name}, d = {r['best_dim']}" + (f" ({rounds} rounds summed)" if rounds > 1 else "")
+            out.append({"method": name, "best_dim": r["best_dim"], "classes": classes, "cells": None, "rounds": rounds,
+                        "image": _heatmap(counts, share, title),
+                        "correct": int(np.trace(counts)), "total": int(counts.sum())})
+            continue
         cells = [[{"count": int(counts[i, j]), "shade": round(float(share[i, j]), 3)} for j in range(len(classes))]
                  for i in range(len(classes))]
-        out.append({"method": name, "best_dim": r["best_dim"], "classes": classes, "cells": cells,
-                    "rounds": len(r["predictions"])})
+        out.append({"method": name, "best_dim": r["best_dim"], "classes": classes, "cells": cells, "rounds": rounds,
+                    "image": None})
     return out, why
 
 
@@ -145,7 +150,7 @@ def _passes(n) -> str:
     return "passes over X unknown" if not isinstance(n, int) else f"{n} pass{'' if n == 1 else 'es'} over X"
 
 
-def cv_section(cv, labels=None) -> dict:
+def cv_section(cv, labels=None, *, store: dict | None = None) -> dict:
     """The facts and figure of the report's cross-validation section.
 
     Parameters
@@ -154,19 +159,28 @@ def cv_section(cv, labels=None) -> dict:
         The JSON ``wideml cv -o`` wrote (or its content).
     labels : array-like of shape (n_samples,), optional
         The store's labels, for a report without ``true_codes``.
+    store : dict, optional
+        That store's identity (:func:`wideml.report.consistency.identity_of`); its labels
+        are used only if it is the store the report records.
 
     Returns
     -------
     dict
         ``title``, ``figure`` (URI or None: no method has a curve), ``table``,
-        ``matrices``, ``matrix_note``, ``run`` (what the run recorded, or None).
+        ``matrices``, ``matrix_note``, ``run`` (what the run recorded, or None),
+        ``single_dim`` and ``recorded_store`` (the store identity the JSON records, or None).
     """
     doc = read_cv(cv)
     curves = any(r.get("error") is None and r.get("dims") for r in doc["results"].values())
     title = (f"{os.path.basename(str(doc.get('store', ''))) or 'store'}: {doc.get('cv', '')}, "
              f"{str(doc.get('classifier', 'lda')).upper()} on the embedding, {_passes(doc.get('n_passes'))}")
+    if curves:
+        pyplot()  # matplotlib missing: the sentence naming wideml[report]
     figure = figure_uri(cv_figure(report_from_json(doc), title.replace("$", r"\$"))) if curves else None
-    matrices, note = _matrices(doc, labels)
+    recorded_store = recorded(doc.get("store"), doc.get("store_fingerprint"))
+    matrices, note = _matrices(doc, labels, same_store(store, recorded_store))
     run = doc.get("run") if isinstance(doc.get("run"), dict) else None
-    return {"title": title, "store": str(doc.get("store", "")), "figure": figure, "table": _table(doc),
-            "matrices": matrices, "matrix_note": note, "run": run}
+    dims = {d for r in doc["results"].values() if r.get("error") is None for d in r.get("dims", [])}
+    return {"title": title, "store": str(doc.get("store", "")), "figure": figure, "single_dim": len(dims) == 1, "table": _table(doc),
+            "matrices": matrices, "matrix_note": note, "run": run,
+            "recorded_store": recorded_store}

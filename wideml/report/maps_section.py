@@ -5,7 +5,9 @@ are (ortho slices through the peak for image maps, values against the feature
 index otherwise, and a genome's Manhattan plot, ``<name>_manhattan.png``), and
 the first rows of its top-features table (``<name>_top.tsv``). Only plain file
 names the manifest lists, inside the folder, are read: a manifest naming
-``../x`` or an absolute path is refused.
+``../x`` or an absolute path is refused. Only the first :data:`MAX_MAPS` maps
+are shown (a model with hundreds of directions would give a report of tens of
+megabytes); the page says how many are left out.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from wideml.report.figures import MAX_EMBEDDED_BYTES, png_uri
 MANIFEST = "maps.json"
 #: Rows of each top-features table shown.
 TOP_ROWS = 15
+#: Maps shown (the first ones of the manifest: the leading directions); the rest are counted, not embedded.
+MAX_MAPS = 12
 
 
 def _member(folder: Path, name) -> Path:
@@ -74,7 +78,8 @@ def maps_section(folder) -> dict:
     -------
     dict
         ``path``, ``model``, ``sign_convention``, ``notes`` and ``maps`` (each:
-        ``name``, ``meaning``, ``peak``, ``images`` (URI, caption), ``top``).
+        ``name``, ``meaning``, ``peak``, ``images`` (URI, caption), ``top``; the first
+        :data:`MAX_MAPS`), ``left_out`` (maps not shown) and ``model_path`` (the model drawn from).
     """
     folder = Path(os.path.abspath(os.fspath(folder)))
     try:
@@ -86,7 +91,7 @@ def maps_section(folder) -> dict:
     if not isinstance(doc, dict) or not isinstance(doc.get("maps"), list):
         raise WidemlError(f"{str(folder / MANIFEST)!r} lists no maps; give a folder written by `wideml maps`.")
     maps = []
-    for entry in doc["maps"]:
+    for entry in doc["maps"][:MAX_MAPS]:
         if not isinstance(entry, dict) or not isinstance(entry.get("files", []), list):
             raise WidemlError(f"{str(folder / MANIFEST)!r} has a malformed map entry; rewrite the maps with `wideml maps`.")
         name = str(entry.get("name", "?"))
@@ -101,5 +106,6 @@ def maps_section(folder) -> dict:
         maps.append({"name": name, "meaning": str(entry.get("meaning", "")), "peak": _peak(entry), "images": images,
                      "top": top, "files": [str(f) for f in entry.get("files", [])]})
     notes = [str(n) for n in doc.get("notes", []) if isinstance(doc.get("notes"), list)]
+    model_path = doc.get("model_path") if isinstance(doc.get("model_path"), str) else None
     return {"path": str(folder), "model": str(doc.get("model", "")), "sign_convention": str(doc.get("sign_convention", "")),
-            "notes": notes, "maps": maps}
+            "notes": notes, "maps": maps, "left_out": max(0, len(doc["maps"]) - MAX_MAPS), "model_path": model_path}

@@ -7,6 +7,10 @@ provenance ``wideml fit`` records: the training store, its fingerprint
 the command line, the configuration, the run's time and peak memory, and
 the warnings it showed. Models saved from Python carry only what their
 caller put in ``provenance``.
+
+The model is first checked as :func:`wideml.load_model` checks it (schema,
+registered classes, every chunk present): a tampered or incomplete model,
+which ``predict`` would refuse, is refused here too, in the same sentence.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from __future__ import annotations
 import json
 import os
 
+from wideml.models.persistence import load_model
 from wideml.models.store import read_model_attrs
+from wideml.report.consistency import recorded
 from wideml.report.store_section import human_bytes
 
 #: State keys shown in the model's summary, with their labels.
@@ -72,8 +78,10 @@ def model_section(path) -> dict:
     dict
         ``path``, ``estimator``, ``summary`` and ``parameters`` ((label,
         value) pairs), ``provenance`` ((label, value) pairs), ``versions``
-        (name, version), ``command``, ``config`` (JSON text), ``warnings``.
+        (name, version), ``command``, ``config`` (JSON text), ``warnings``,
+        ``recorded_store`` (the training store's identity, or None).
     """
+    load_model(path)  # the load-time checks: a model wideml will not load is not described as a valid one
     attrs, _ = read_model_attrs(path)
     state = attrs.get("state") if isinstance(attrs.get("state"), dict) else {}
     estimator = _short(attrs.get("estimator", "?"))
@@ -97,7 +105,8 @@ def model_section(path) -> dict:
             "parameters": _parameters(attrs.get("params") if isinstance(attrs.get("params"), dict) else {}),
             "provenance": prov, "passes": passes, "versions": sorted((str(k), str(v)) for k, v in versions.items()),
             "command": run.get("command"), "config": json.dumps(run["config"], indent=2, sort_keys=True) if run.get("config") else None,
-            "warnings": run.get("warnings") if isinstance(run.get("warnings"), list) else []}
+            "warnings": run.get("warnings") if isinstance(run.get("warnings"), list) else [],
+            "recorded_store": recorded(provenance.get("store"), provenance.get("store_fingerprint"))}
 
 
 def _passes(log) -> list[dict]:

@@ -29,7 +29,7 @@ def environment():
 
 
 def render_html(*, title: str, store: dict | None, cv: dict | None, model: dict | None, maps: dict | None,
-                warnings: list[dict], warning_sources: int, cv_memory: str = "-") -> str:
+                warnings: list[dict], warning_sources: int, cv_memory: str = "-", mismatches: list[str] | None = None) -> str:
     """The report as one HTML document (str).
 
     Parameters
@@ -43,6 +43,8 @@ def render_html(*, title: str, store: dict | None, cv: dict | None, model: dict 
         How many recorded runs the warnings come from (0: no warnings section).
     cv_memory : str
         The cross-validation run's peak memory, as text.
+    mismatches : list of str, optional
+        Sentences naming inputs that come from different stores or models (a warning box at the top).
     """
     contents = [(anchor, label) for anchor, label, part in (("store", "Store", store), ("cv", "Cross-validation", cv),
                                                             ("model", "Model", model), ("maps", "Maps", maps)) if part]
@@ -51,4 +53,5 @@ def render_html(*, title: str, store: dict | None, cv: dict | None, model: dict 
     created = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     return environment().get_template(TEMPLATE).render(
         title=title, version=__version__, created=created, contents=contents, store=store, cv=cv, model=model, maps=maps,
-        warnings=warnings, show_warnings=warning_sources > 0, warning_sources=warning_sources, cv_memory=cv_memory)
+        warnings=warnings, show_warnings=warning_sources > 0, warning_sources=warning_sources, cv_memory=cv_memory,
+        mismatches=mismatches or [])
