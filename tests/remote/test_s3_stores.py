@@ -88,6 +88,8 @@ def test_cli_info_fit_predict_cv_equal_local(capsys, tmp_path, s3_server, s3_sto
     assert remote_cv.pop("store") == url
     local_cv.pop("store")
     remote_cv.pop("run", None), local_cv.pop("run", None)  # the command line and its time
+    assert "x_files" in local_cv.pop("store_fingerprint")  # a local store's identity (the report checks it); none for a URL yet
+    remote_cv.pop("store_fingerprint", None)
     assert remote_cv == local_cv
     from wideml.models.persistence import load_model
 

@@ -201,10 +201,26 @@ def _fit_needs(args: argparse.Namespace, workdir: str) -> list[tuple[str, int, s
             (workdir, nbytes, "the work folder (--workdir)")]
 
 
+#: How the refusals name each output destination.
+OUTPUT_FLAGS = {"output": "-o/--output", "out": "--out", "plot": "--plot"}
+
+
+def refuse_empty_outputs(args: argparse.Namespace) -> None:
+    """Refuse an output option given as an empty path (``-o ""``, e.g. an unset shell variable), never read as "no output"."""
+    from wideml.exceptions import ConfigError
+
+    for dest in OUTPUT_ARGS:
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and not value.strip():
+            raise ConfigError(f"the output path of {OUTPUT_FLAGS[dest]} is empty; give a file path, or leave the option out "
+                              "for no output.")
+
+
 def preflight(args: argparse.Namespace) -> None:
     """Refuse, in one sentence and before any pass, outputs that cannot be written or will not fit."""
     from wideml.runtime.preflight import require_free_space, require_writable
 
+    refuse_empty_outputs(args)
     refuse_outputs_on_inputs(args)
     for out in _outputs(args):
         parent = os.path.dirname(out)

@@ -17,6 +17,8 @@ import argparse
 import os
 
 from wideml.cli.argtypes import positive_int as _positive_int
+from wideml.cli.argtypes import repeats as _repeats
+from wideml.cli.argtypes import seed as _seed
 from wideml.exceptions import WidemlError
 
 #: Method names ``--methods`` accepts (those of :data:`wideml.estimators.compare.METHOD_NAMES`; kept here so that
@@ -33,7 +35,8 @@ def register(sub, common) -> None:
                    help=f"comma-separated methods among {', '.join(METHOD_NAMES)} (default lol,pca,rrlda,lfl,rp)")
     p.add_argument("--reference", default="lol", help="the method tested against each other one (default lol)")
     p.add_argument("--folds", type=_positive_int, default=10, help="stratified folds per round (default 10)")
-    p.add_argument("--repeats", type=_positive_int, default=3, help="rounds of folds with new shuffles (default 3)")
+    p.add_argument("--repeats", type=_repeats, default=3,
+                   help="rounds of folds with new shuffles (default 3; at most 1000, and folds x repeats at most 10000)")
     p.add_argument("--adapt-folds", action="store_true",
                    help="on a store whose smallest class has fewer samples than --folds, use that many folds instead of "
                         "refusing the store (said in the table)")
@@ -44,7 +47,7 @@ def register(sub, common) -> None:
     p.add_argument("--no-robust", action="store_true", help="LOL/QOQ: class means instead of medians (the paper's LOL)")
     p.add_argument("--zero-method", choices=("wilcox", "pratt"), default="wilcox",
                    help="Wilcoxon zero differences: dropped before ranking (wilcox, default) or ranked then dropped (pratt)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the folds and of LFL's and RP's random columns (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the folds and of LFL's and RP's random columns (default 0)")
     p.add_argument("-o", "--output", help="JSON report path")
     p.add_argument("--plot", help="PNG: each method's error and kappa relative to the reference per store (the LOL paper's Fig. 5)")
     p.add_argument("--overwrite", action="store_true", help="replace outputs wideml wrote before")
@@ -74,8 +77,9 @@ def _method_names(text: str) -> list[str]:
 
 
 def _stores(args: argparse.Namespace) -> list[str]:
-    """The stores as absolute paths (URLs as given); no output may be, hold or lie inside one of them."""
+    """The stores as absolute paths (URLs as given), each once; no output may be, hold or lie inside one of them."""
     from wideml.cli.before_run import refuse_outputs_on_inputs
+    from wideml.estimators.compare import refuse_repeated_stores
     from wideml.storage.urls import is_url, local_path_of
 
     stores = []
@@ -85,6 +89,7 @@ def _stores(args: argparse.Namespace) -> list[str]:
         if is_url(value) and local_path_of(value) is not None:
             value = local_path_of(value)
         stores.append(value if "://" in value else os.path.abspath(os.path.expanduser(value)))
+    refuse_repeated_stores(stores)
     for store in stores:
         refuse_outputs_on_inputs(argparse.Namespace(store=store, output=args.output, plot=args.plot))
     return stores
@@ -92,7 +97,7 @@ def _stores(args: argparse.Namespace) -> list[str]:
 
 def run_compare(args: argparse.Namespace) -> int:
     """Check everything, compare, print the table, then write the JSON and the plot."""
-    from wideml.estimators.compare import compare
+    from wideml.estimators.compare import MAX_SPLITS, compare
     from wideml.storage import open_store
     from wideml.storage.atomic import check_output
 
@@ -109,13 +114,16 @@ def run_compare(args: argparse.Namespace) -> int:
         raise WidemlError(f"--reference {args.reference!r} is not among --methods ({', '.join(names)}); add it there.")
     if args.folds < 2:
         raise WidemlError(f"--folds {args.folds} is too few for cross-validation; use at least 2.")
-    stores = {}
+    if args.folds * args.repeats > MAX_SPLITS:
+        raise WidemlError(f"--folds {args.folds} with --repeats {args.repeats} make {args.folds * args.repeats} splits per store, "
+                          f"more than {MAX_SPLITS}; lower --repeats (or --folds).")
+    stores = []
     for path in _stores(args):
         store = open_store(path)
         if store.y is None:
             raise WidemlError(f"store {path!r} holds no labels y; comparing methods needs labelled stores.")
-        stores[path] = store
-    result = compare(list(stores.values()), names, cv=args.folds, repeats=args.repeats, reference=args.reference,
+        stores.append(store)
+    result = compare(stores, names, cv=args.folds, repeats=args.repeats, reference=args.reference,
                      classifier=args.classifier, max_dim=args.max_dim, random_state=args.seed, adapt_folds=args.adapt_folds,
                      robust=not args.no_robust, zero_method=args.zero_method)
     scored = [s for s in result.stores.values() if s.failure is None]

@@ -66,8 +66,17 @@ def _target_file(path: str, store) -> tuple[np.ndarray, np.ndarray | None]:
     """The target read from a file: matched to the store's samples by id (two columns), else taken in the store's order."""
     from wideml.sources.labels import load_labels
 
-    ids, values, _ = load_labels(path)
+    ids, values, keep = load_labels(path, drop_unlabelled=True)
+    if keep is not None:
+        rows = np.flatnonzero(~keep)
+        more = f" and {rows.size - 1} more" if rows.size > 1 else ""
+        raise WidemlError(f"--target {path!r} has a missing value (NA, n/a, empty ...) in data row {int(rows[0]) + 1}{more}; give every "
+                          f"sample a target, or leave those samples out by ingesting the store again with --labels {path} "
+                          "--drop-unlabelled and fitting on its labels.")
     n = store.n_samples
+    if ids is not None and store.sample_ids is None:
+        raise WidemlError(f"--target {path!r} has an id column but the store has no sample ids to match it to; give a file "
+                          "with one target column in the store's sample order, or ingest the store with sample ids.")
     if ids is None or store.sample_ids is None:
         if len(values) != n:
             raise WidemlError(f"--target {path!r} has {len(values)} values but the store has {n} samples; give one target per sample.")

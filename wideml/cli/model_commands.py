@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from wideml.cli.argtypes import positive_int as _positive_int
+from wideml.cli.argtypes import repeats as _repeats
 from wideml.cli.report_command import add_report_option, check_report_option, cv_facts, fit_provenance, run_record, write_after_run
 from wideml.exceptions import WidemlError
 
@@ -96,7 +97,7 @@ def register(sub, common) -> None:
                    help=f"largest embedding dimension (default {DEFAULT_MAX_DIM}, or what the training folds allow if fewer), "
                         "or 'rank': up to the smallest numerical rank of the training folds' centred data")
     p.add_argument("--folds", type=_positive_int, default=10, help="number of stratified folds (default 10)")
-    p.add_argument("--repeats", type=_positive_int, default=1,
+    p.add_argument("--repeats", type=_repeats, default=1,
                    help="repeat the stratified k-fold CV R times with new shuffles (default 1): 'k-fold CV repeated R times'; "
                         "every method is scored on the same splits (the encoder in its own pass, the others a fit per split)")
     p.add_argument("--classifier", choices=("lda", "qda"), default="lda")

@@ -50,14 +50,22 @@ from wideml.estimators.gram.cv import cross_validate_dims, repeated_folds
 from wideml.estimators.gram.lol import LOL, PCA, RRLDA
 from wideml.estimators.gram.projector import GramProjector
 from wideml.estimators.lfl import LFL
-from wideml.estimators.params import NONE, SEED, Boolean, Interval, Options, Satisfies, check_parameters
+from wideml.estimators.params import NONE, Boolean, Interval, Options, Satisfies, check_parameters
 from wideml.estimators.rp import RP
 from wideml.estimators.wilcoxon import DEFAULT_TOL, ZERO_METHODS, signed_rank_test
 from wideml.exceptions import WidemlError
 from wideml.storage import FeatureStore, open_store
+from wideml.storage.labels import label_text, normalise_labels
+from wideml.storage.urls import is_url, local_path_of
 
 #: Methods :func:`compare` builds by name (all cross-validated from the one pass).
 METHOD_NAMES = ("lol", "qoq", "pca", "rrlda", "lfl", "rp")
+
+#: Most rounds of folds :func:`compare` runs, and most splits (folds × rounds) per store: more would run for days.
+MAX_REPEATS = 1000
+MAX_SPLITS = 10_000
+#: Largest seed: the folds' shuffles take numpy's legacy seeds, below 2**32.
+MAX_SEED = 2**32 - 1
 
 #: Largest embedding dimension by default (as ``wideml cv``), capped at what a training fold allows.
 DEFAULT_MAX_DIM = 20
@@ -114,21 +122,86 @@ def _method_list(methods, random_state: int, robust: bool) -> dict:
 
 
 def _store_list(stores) -> dict:
-    """{name: store} from a dict, or from a sequence of paths / FeatureStores / (X, y) pairs named after their files."""
+    """{name: store} from a dict, or from a sequence of paths / FeatureStores / (X, y) pairs named after their files.
+
+    A store given twice (the same resolved path or URL, or the same FeatureStore) is refused: it would count one
+    data set twice in the ranks and tests. Stores whose files share a name are named by their shortest unique
+    path suffix (``x/a.zarr``, ``y/a.zarr``).
+    """
     if isinstance(stores, (str, os.PathLike, FeatureStore)):
         stores = [stores]
     if isinstance(stores, Mapping):
         items = {str(k): v for k, v in stores.items()}
     elif isinstance(stores, Sequence):
+        names = _names(list(stores))
         items = {}
         for i, item in enumerate(stores):
-            items[_unique(_name_of(item, i), items, item)] = item
+            items[_unique(names[i], items)] = item
     else:
         raise WidemlError(f"stores must be a list of store paths (or FeatureStores, or (X, y) pairs) or a dict of them, "
                           f"not a {type(stores).__name__}.")
     if not items:
         raise WidemlError("no stores to compare; give at least one store path.")
+    refuse_repeated_stores(list(items.values()))
     return items
+
+
+def store_identity(item) -> str | None:
+    """What makes two stores the same: the resolved local path, the URL without a trailing slash, or (an in-memory
+    pair) None."""
+    if isinstance(item, FeatureStore):
+        item = item.path
+    if not isinstance(item, (str, os.PathLike)):
+        return None
+    text = os.fspath(item).strip()
+    if is_url(text) and local_path_of(text) is not None:
+        text = local_path_of(text)
+    if "://" in text:
+        return text.rstrip("/")
+    return os.path.realpath(os.path.expanduser(text))
+
+
+def refuse_repeated_stores(items: Sequence) -> None:
+    """Refuse a store given twice, in one sentence naming it (it would count one data set twice in ranks and tests)."""
+    seen: dict[str, object] = {}
+    for item in items:
+        key = store_identity(item)
+        if key is None:
+            continue
+        if key in seen:
+            raise WidemlError(f"the store {key} is given twice; each data set may be compared once (counting it twice would "
+                              "inflate the ranks and Wilcoxon tests): give each store once.")
+        seen[key] = item
+
+
+def _path_of(item) -> str | None:
+    path = item.path if isinstance(item, FeatureStore) else item
+    return os.fspath(path).rstrip("/") if isinstance(path, (str, os.PathLike)) else None
+
+
+def _names(items: list) -> list[str]:
+    """A name per item: its file's name without .zarr/.h5; for files sharing a name, the shortest unique path suffix."""
+    names = [_name_of(item, i) for i, item in enumerate(items)]
+    for name in set(names):
+        group = [i for i, n in enumerate(names) if n == name and _path_of(items[i]) is not None]
+        if len(group) < 2:
+            continue
+        parts = {i: _split_path(_path_of(items[i])) for i in group}
+        longest = max(len(p) for p in parts.values())
+        for k in range(2, longest + 1):
+            suffixes = {i: "/".join(parts[i][-k:]) for i in group}
+            if len(set(suffixes.values())) == len(group):
+                break
+        for i in group:
+            names[i] = suffixes[i]
+    return names
+
+
+def _split_path(path: str) -> list[str]:
+    """The components of ``path`` (a URL's after its scheme; a local one made absolute first)."""
+    if "://" in path:
+        return [part for part in path.split("://", 1)[1].split("/") if part]
+    return [part for part in os.path.abspath(os.path.expanduser(path)).split(os.sep) if part]
 
 
 def _name_of(item, i: int) -> str:
@@ -143,13 +216,10 @@ def _name_of(item, i: int) -> str:
     return f"data{i + 1}"
 
 
-def _unique(name: str, taken: dict, item) -> str:
-    """The name, or (when two stores share a file name) the path as given, or a numbered name."""
+def _unique(name: str, taken: dict) -> str:
+    """The name, or a numbered name when it is taken."""
     if name not in taken:
         return name
-    path = item.path if isinstance(item, FeatureStore) else item
-    if isinstance(path, (str, os.PathLike)) and os.fspath(path) not in taken:
-        return os.fspath(path)
     k = 2
     while f"{name}#{k}" in taken:
         k += 1
@@ -179,7 +249,7 @@ def _open(item):
         shape = getattr(X, "shape", None)
         if shape is None or len(shape) != 2:
             raise WidemlError("the X of an (X, y) pair must be a 2-D array (n_samples, n_features).")
-        return X, np.asarray(y), int(shape[0]), int(shape[1])
+        return X, normalise_labels(y, "y"), int(shape[0]), int(shape[1])
     raise WidemlError(f"a store to compare must be a path, a FeatureStore or an (X, y) pair, not a {type(item).__name__}.")
 
 
@@ -187,16 +257,16 @@ def _folds_for(y: np.ndarray, cv: int, adapt: bool) -> tuple[int, str | None]:
     """Folds for a store with labels y: ``cv``, or (``adapt``) fewer when a class is smaller; refused in one sentence otherwise."""
     labels, counts = np.unique(y, return_counts=True)
     if len(labels) < 2:
-        raise WidemlError(f"the labels hold a single class ({labels[0]!r}); comparing classifiers needs at least two.")
+        raise WidemlError(f"the labels hold a single class ({label_text(labels[0])}); comparing classifiers needs at least two.")
     i = int(np.argmin(counts))
-    smallest, label = int(counts[i]), labels[i].item() if hasattr(labels[i], "item") else labels[i]
+    smallest, label = int(counts[i]), label_text(labels[i])
     if smallest >= cv:
         return cv, None
     if smallest < 2 or not adapt:
         fix = ("drop that class or add samples to it" if smallest < 2 else
                f"use cv={smallest} or fewer, or adapt_folds=True (--adapt-folds) to lower the folds of such stores")
-        raise WidemlError(f"{cv}-fold stratified CV needs {cv} samples in every class, but class {label!r} has {smallest}; {fix}.")
-    return smallest, f"folds lowered from {cv} to {smallest} (class {label!r} has {smallest} samples)"
+        raise WidemlError(f"{cv}-fold stratified CV needs {cv} samples in every class, but class {label} has {smallest}; {fix}.")
+    return smallest, f"folds lowered from {cv} to {smallest} (class {label} has {smallest} samples)"
 
 
 def _d_max(est, requested, n_train: int, n_classes: int, n_features: int) -> int:
@@ -291,10 +361,10 @@ def _paired(stores: dict, reference: str, method: str, measure: str, zero_method
 #: Constraint table of :func:`compare`'s own arguments.
 COMPARE_CONSTRAINTS = {
     "cv": [Interval(2, integer=True)],
-    "repeats": [Interval(1, integer=True)],
+    "repeats": [Interval(1, MAX_REPEATS, integer=True)],
     "classifier": [Options("lda", "qda")],
     "max_dim": [Interval(1, integer=True), Options("rank"), NONE],
-    "random_state": [SEED],
+    "random_state": [Interval(0, MAX_SEED, integer=True)],
     "adapt_folds": [Boolean()],
     "zero_method": [Options(*ZERO_METHODS)],
     "tol": [Satisfies(lambda v: isinstance(v, numbers.Real) and 0 <= v < 0.5 and not isinstance(v, bool), "a number in [0, 0.5)")],
@@ -378,6 +448,9 @@ def compare(
     check_parameters("compare", {"cv": cv, "repeats": repeats, "classifier": classifier, "max_dim": max_dim,
                                  "random_state": random_state, "adapt_folds": adapt_folds, "zero_method": zero_method,
                                  "tol": tol, "robust": robust}, COMPARE_CONSTRAINTS)
+    if int(cv) * int(repeats) > MAX_SPLITS:
+        raise WidemlError(f"cv={cv} folds repeated {repeats} times make {int(cv) * int(repeats)} splits per store, more than "
+                          f"{MAX_SPLITS}; lower repeats (or cv).")
     templates = _method_list(methods, int(random_state), bool(robust))
     if reference not in templates:
         raise WidemlError(f"the reference method {reference!r} is not among the methods ({', '.join(templates)}); add it or "
@@ -398,4 +471,5 @@ def compare(
                          zero_method=zero_method, tol=float(tol))
 
 
-__all__ = ["COMPARE_CONSTRAINTS", "DEFAULT_MAX_DIM", "METHOD_NAMES", "build_method", "compare"]
+__all__ = ["COMPARE_CONSTRAINTS", "DEFAULT_MAX_DIM", "MAX_REPEATS", "MAX_SPLITS", "METHOD_NAMES", "build_method", "compare",
+           "refuse_repeated_stores", "store_identity"]

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from wideml.estimators.compare_plot import write_png
+from wideml.exceptions import WidemlError
 from wideml.storage.atomic import atomic_output
 
 
@@ -254,6 +255,7 @@ class CompareResult:
         path : path-like
         overwrite : bool, default False
         """
+        self.refuse_output_on_stores(path)
         text = json.dumps(self.to_dict(), indent=2).encode()
         with atomic_output(path, overwrite=overwrite, workers_write=False) as tmp, open(tmp, "wb") as fh:
             fh.write(text)
@@ -268,7 +270,35 @@ class CompareResult:
             Replace an existing file wideml wrote (never a user's file).
         title : str
         """
+        self.refuse_output_on_stores(path)
         write_png(self, path, overwrite=overwrite, title=title)
+
+    def refuse_output_on_stores(self, path: str | os.PathLike) -> None:
+        """Refuse (one sentence) an output that is, holds or lies inside one of the compared stores (as the CLI does).
+
+        Parameters
+        ----------
+        path : path-like
+            The output to be written; compared with each store's local path after resolving symlinks.
+        """
+        text = os.fspath(path)
+        if "://" in text:
+            return
+        target = os.path.realpath(os.path.expanduser(text))
+        for name, s in self.stores.items():
+            if "://" in s.source or not os.path.exists(s.source):
+                continue  # an object store, or an in-memory (X, y) pair
+            store = os.path.realpath(s.source)
+            if target == store:
+                problem = "is"
+            elif target.startswith(store.rstrip(os.sep) + os.sep):
+                problem = "lies inside"
+            elif store.startswith(target.rstrip(os.sep) + os.sep):
+                problem = "holds"
+            else:
+                continue
+            raise WidemlError(f"the output {text} {problem} the input {s.source} (the store {name!r}); writing it would "
+                              "change or destroy that input: choose an output outside it.")
 
     def table(self) -> str:
         """Plain text: per store and method d, error, sd, kappa and rank; mean ranks; the Wilcoxon tests with effect sizes.
@@ -281,7 +311,7 @@ class CompareResult:
         lines = [f"{'store':<22} {'method':<7} {'d':>4} {'error':>7} {'sd':>7} {'kappa':>7} {'rank':>5}   "
                  f"({self.cv_name}, {self.classifier.upper()} on the embedding; d = lowest mean CV error)"]
         for name, s in self.stores.items():
-            shown = name if len(name) <= 22 else name[:21] + "\u2026"
+            shown = name if len(name) <= 22 else "\u2026" + name[-21:]  # cut on the left: the file's name stays
             if s.failure is not None:
                 lines.append(f"{shown:<22} refused: {s.failure}")
                 continue

@@ -47,6 +47,13 @@ class Options(Constraint):
         return "one of " + ", ".join(map(repr, self.options))
 
 
+def _bound(value) -> str:
+    """A bound as text: integers in full (``9223372036854775807``, never ``9.22337e+18``), other numbers by ``:g``."""
+    if isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer() and abs(value) < 2**53):
+        return str(int(value))
+    return format(value, "g") if value is not None else ""
+
+
 class Interval(Constraint):
     """An integer (``integer=True``) or real number between ``low`` and ``high``; bools are never numbers here.
 
@@ -70,14 +77,15 @@ class Interval(Constraint):
 
     def describe(self) -> str:
         what = "an integer" if self.integer else "a number"
+        low, high = _bound(self.low), _bound(self.high)
         if self.low is not None and self.high is not None:
             left = "[" if self.closed in ("both", "left") else "("
             right = "]" if self.closed in ("both", "right") else ")"
-            return f"{what} in {left}{self.low:g}, {self.high:g}{right}"
+            return f"{what} in {left}{low}, {high}{right}"
         if self.low is not None:
-            return f"{what} {'>=' if self.closed in ('both', 'left') else '>'} {self.low:g}"
+            return f"{what} {'>=' if self.closed in ('both', 'left') else '>'} {low}"
         if self.high is not None:
-            return f"{what} {'<=' if self.closed in ('both', 'right') else '<'} {self.high:g}"
+            return f"{what} {'<=' if self.closed in ('both', 'right') else '<'} {high}"
         return f"{what}"
 
 

@@ -138,7 +138,8 @@ def model_group(session: Session, arrays: dict) -> str:
     if not os.path.isdir(path) and session.has_checkpoints():
         # the passes saved so far wrote p-sized arrays into a group that is gone: the interrupted run had moved
         # it out after its last pass (settle_group), and its work folder went with that run
-        session.start_over("the interrupted run had already moved its fitted arrays out of it, and they are gone")
+        session.start_over("the interrupted run had finished its passes and was writing the model when it stopped "
+                           "(its fitted arrays had left this folder for that write)")
     if os.path.isdir(path):
         try:
             group = zarr.open_group(path, mode="r")

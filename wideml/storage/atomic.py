@@ -29,6 +29,7 @@ from wideml.runtime.ownership import RUN_ID, candidates, claim, create_claimed, 
 from wideml.runtime.preflight import disk_full_error, is_disk_full, require_free_space, require_writable
 from wideml.runtime.quiesce import wait_for_running_tasks
 from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
+from wideml.storage.output_contents import foreign_entries, why_foreign
 from wideml.storage.output_marks import made_by_wideml, mark, why_not_replaced
 from wideml.storage.remote_write import check_remote_output, is_remote, remote_output
 from wideml.storage.urls import is_url, local_output, local_path_of
@@ -44,7 +45,10 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> Path | str:
     """Refuse to replace an existing output unless ``overwrite`` is set and wideml can prove it wrote it.
 
     See :mod:`wideml.storage.output_marks`: a user's file or folder, or a
-    symbolic link, is never replaced, whatever ``overwrite`` says. A name
+    symbolic link, is never replaced, whatever ``overwrite`` says; nor is a
+    wideml output folder holding anything wideml did not write there
+    (:mod:`wideml.storage.output_contents`: a user's file added to a model,
+    a copied ``zarr.json`` beside a user's data). A name
     longer than the filesystem allows is one sentence too, and so is a URL
     (``s3://...``: outputs are local until writing to object stores is supported);
     a ``file://`` URL is checked, and returned, as the local path it names. An object-store URL is checked by
@@ -67,11 +71,19 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> Path | str:
                          f"a file name may have ({NAME_MAX} bytes); choose a shorter name.")
     if exists and not made_by_wideml(path):  # first: --overwrite would not replace it either, so never suggest it
         raise StoreError(why_not_replaced(path))
+    _refuse_foreign_entries(path, exists)
     if exists and not overwrite:
         raise StoreError(f"output {str(path)!r} already exists; pass --overwrite (overwrite=True) to replace it or choose another path.")
     if not parent_exists:
         raise StoreError(f"cannot write {str(path)!r}: folder {str(path.parent)!r} does not exist; create it first.")
     return path
+
+
+def _refuse_foreign_entries(path: Path, exists: bool = True) -> None:
+    """Refuse, in one sentence, an existing output folder holding any entry wideml did not write there."""
+    foreign = foreign_entries(path) if exists else []
+    if foreign:
+        raise StoreError(why_foreign(path, foreign))
 
 
 def remove_path(path: Path) -> None:
@@ -186,10 +198,16 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False, needed_bytes
                              "nothing was replaced: pass --overwrite (overwrite=True) to replace it, or choose another output.")
         if os.path.lexists(path) and not made_by_wideml(path):  # it changed while this run wrote
             raise StoreError(why_not_replaced(path))
+        _refuse_foreign_entries(path, os.path.lexists(path))  # listed again: a file may have been added meanwhile
         mark(tmp, path.name)
         if os.path.lexists(path):
             old = _owned_folder(path.parent, path.name, "old")
             os.replace(path, old / path.name)
+            foreign = foreign_entries(old / path.name)  # added between the listing and the move: put it all back
+            if foreign:
+                os.replace(old / path.name, path)
+                _drop(old)
+                raise StoreError(why_foreign(path, foreign))
             os.replace(tmp, path)
             _drop(old)
         else:

@@ -34,6 +34,13 @@ def _named(what: str) -> str:
     return what if " " in what or what.endswith("s") else f"the labels {what}"
 
 
+def label_text(value) -> str:
+    """One class label as messages show it: the plain value's repr (``0``, ``'case'``), never numpy's (``np.int64(0)``)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def _refuse_missing(arr: np.ndarray, what: str) -> None:
     """Refuse missing labels (None, NaN, NA, "n/a", "" ...), naming the first samples (0-based)."""
     where = np.flatnonzero(missing_mask(arr.ravel()))
@@ -131,4 +138,4 @@ def classes_from_model(array) -> np.ndarray:
     return arr
 
 
-__all__ = ["classes_from_model", "normalise_labels"]
+__all__ = ["classes_from_model", "label_text", "normalise_labels"]

@@ -13,19 +13,31 @@ object) in steps, each one safe to be cut short:
    refused before any output object exists;
 3. the upload is verified by listing: every object present with its size (and,
    on S3, its ETag equal to the local MD5 for a one-part upload);
-4. the objects are copied into place, the group's own ``zarr.json`` last, and
-   then the completion marker ``PARENT/.NAME.wideml-output.json`` (the output's
-   name, and every object's size and sha256, signed) is written LAST;
-5. the temporary prefix is removed, its owner record last.
+4. the commit intent ``PARENT/.NAME.wideml-committing.json`` is written (signed:
+   the run's owner record, the temporary prefix, every object that will be
+   copied with its size and sha256, and the objects of the old output it
+   replaces), and read back (a concurrent writer of the same output is refused);
+5. the old output, if any, is removed (marker and ``zarr.json`` first), the
+   objects are copied into place, the group's own ``zarr.json`` last, and then
+   the completion marker ``PARENT/.NAME.wideml-output.json`` (the output's name,
+   and every object's size, sha256 and MD5, signed) is written; the intent is
+   removed;
+6. the temporary prefix is removed, its owner record last.
 
-A failure or interrupt (SIGINT/SIGTERM) removes the temporary prefix and
-anything copied into place; a run killed outright leaves only the temporary
-prefix, which the next run writing the same output removes once its owner is
-gone (its verdict is taken like a local folder's). An existing output is
-replaced only with ``overwrite`` and only when wideml can prove it made it: a
-valid completion marker, or a ``zarr.json`` of a wideml store or model (the
-rule of :mod:`wideml.storage.output_marks`). Replacing removes the old marker
-and ``zarr.json`` first, so a reader never sees a mix of two outputs.
+Every upload and copy runs in a worker thread, so a SIGINT/SIGTERM waits for
+the one in flight before the clean-up lists and removes what this run put on
+the object store (the temporary prefix, the keys it knows it uploaded, the
+objects copied into place, the intent): nothing survives an interrupt. A run
+killed outright leaves the temporary prefix and perhaps an intent with objects
+under the final name; the next run writing that output removes them once their
+owner is gone (the verdict of :mod:`wideml.runtime.ownership`), provided every
+object under the final name is one the intent lists with its size.
+
+An existing output is replaced only with ``overwrite`` and only when its valid
+completion marker lists every object under its name with that object's size
+(and ETag, on S3): a single foreign object (a user's notes) refuses the
+overwrite and nothing is removed, and a ``zarr.json`` without a marker proves
+nothing. Replacing removes exactly the objects the marker lists.
 Readers: :func:`download_output` copies an output to local disk and checks it
 against its completion marker (listing and sha256).
 """
@@ -39,6 +51,7 @@ import os
 import posixpath
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,12 +63,14 @@ from wideml.runtime.owner_key import sign, verify
 from wideml.runtime.ownership import RUN_ID, create_claimed, describe_owner, owner_record, verdict, wideml_record
 from wideml.runtime.removal import register_scratch, remove_tree, unregister_scratch
 from wideml.storage.remote_access import remote_error
-from wideml.storage.schema import ATTRS_KEY, FEATURE_STORE_SCHEMA, MODEL_SCHEMA
 from wideml.storage.urls import DEFAULT_OPTIONS, S3FS_TRIES, is_url, local_path_of, protocol_of, require_backend, storage_options
 
 #: The completion marker's suffix: ``PARENT/.NAME`` + this, written last.
 DONE_SUFFIX = ".wideml-output.json"
 _DONE_MARKER = "wideml-remote-output/1"
+#: The commit intent's suffix: ``PARENT/.NAME`` + this, present only while objects are copied into place.
+INTENT_SUFFIX = ".wideml-committing.json"
+_INTENT_MARKER = "wideml-remote-commit/1"
 
 
 def is_remote(path: Any) -> bool:
@@ -82,6 +97,10 @@ class RemoteTarget:
     @property
     def done_key(self) -> str:
         return posixpath.join(self.parent, "." + self.name + DONE_SUFFIX)
+
+    @property
+    def intent_key(self) -> str:
+        return posixpath.join(self.parent, "." + self.name + INTENT_SUFFIX)
 
     def call(self, doing: str, fn, *args, **kwargs):
         """``fn(*args, **kwargs)``; a failure of the object store becomes one sentence about writing ``url``."""
@@ -122,12 +141,18 @@ def remote_target(url: str, options: dict | None = None) -> RemoteTarget:
     path = path.rstrip("/")
     if "/" not in path or not posixpath.basename(path):
         raise StoreError(f"{url} names no object inside a bucket; give an output such as {protocol}://bucket/model.zarr.")
+    if any(part in (".", "..") for part in path.split("/")):
+        raise StoreError(f"{url} has a '.' or '..' segment, which an object store keeps literally as part of the key; "
+                         "give the output's URL without them.")
     return RemoteTarget(url, fs, path)
 
 
 # ----------------------------------------------------------------------------- what exists, and whose it is
-def _listing(target: RemoteTarget, path: str) -> dict[str, int]:
-    """``{key relative to path: size}`` of the object ``path`` itself (key ``""``) and every object under ``path/``."""
+def _listing(target: RemoteTarget, path: str, etags: dict | None = None) -> dict[str, int]:
+    """``{key relative to path: size}`` of the object ``path`` itself (key ``""``) and every object under ``path/``.
+
+    ``etags``, if given, is filled with ``{key relative to path: ETag}`` where the listing has one.
+    """
     fs = target.fs
     with contextlib.suppress(Exception):
         fs.invalidate_cache()
@@ -140,6 +165,8 @@ def _listing(target: RemoteTarget, path: str) -> dict[str, int]:
         rel = "" if key == path else key[len(path) + 1:] if key.startswith(path + "/") else None
         if rel is not None:
             out[rel] = int(info.get("size") or 0)
+            if etags is not None and info.get("ETag"):
+                etags[rel] = str(info["ETag"]).strip('"')
     return out
 
 
@@ -166,35 +193,153 @@ def completion_record(target: RemoteTarget) -> dict | None:
     return record
 
 
-def _wideml_group(target: RemoteTarget) -> bool:
-    meta = _read_json(target, posixpath.join(target.path, "zarr.json"))
-    info = ((meta or {}).get("attributes") or {}).get(ATTRS_KEY) if isinstance(meta, dict) else None
-    return isinstance(info, dict) and info.get("schema") in (FEATURE_STORE_SCHEMA, MODEL_SCHEMA)
+def _not_listed(target: RemoteTarget, record: dict, listing: dict[str, int], etags: dict[str, str]) -> list[str]:
+    """The objects under the output that ``record`` (a completion marker) does not list with their size (and MD5 = ETag)."""
+    files = record["files"]
+    out = []
+    for rel, size in listing.items():
+        entry = files.get(rel)
+        if not isinstance(entry, dict) or entry.get("size") != size:
+            out.append(rel)
+            continue
+        md5, etag = entry.get("md5"), etags.get(rel, "")
+        if isinstance(md5, str) and etag and "-" not in etag and etag != md5:
+            out.append(rel)
+    return sorted(out)
 
 
 def made_by_wideml(target: RemoteTarget) -> bool:
-    """Whether the existing output is provably wideml's: its completion marker, or a wideml store's or model's zarr.json."""
-    return completion_record(target) is not None or _wideml_group(target)
+    """Whether the existing output is provably wideml's: a valid completion marker listing every object under its name."""
+    record = completion_record(target)
+    if record is None:
+        return False
+    etags: dict[str, str] = {}
+    return not _not_listed(target, record, _listing(target, target.path, etags), etags)
+
+
+def _foreign_refusal(target: RemoteTarget, foreign: list[str]) -> StoreError:
+    many = f"{len(foreign)} objects" if len(foreign) > 1 else "an object"
+    return StoreError(f"output {target.url} holds {many} that its wideml completion marker does not list or that changed "
+                      f"since wideml wrote it ({_join(target.path, foreign[0])}), so wideml will neither replace nor remove "
+                      "it: move those objects elsewhere, or choose another output.")
+
+
+def _writer_refusal(target: RemoteTarget, record: dict | None) -> StoreError:
+    return StoreError(f"output {target.url} is being written by another wideml run ({describe_owner(record)}); "
+                      "wait for it to finish, or choose another output.")
 
 
 def check_remote_output(url: str, overwrite: bool, options: dict | None = None) -> RemoteTarget:
     """Refuse, before anything is written, an output that exists and may not be replaced (the local rules).
 
+    First removes what a killed commit of this output provably left (:func:`recover_interrupted_commit`).
+
     Raises
     ------
     StoreError
         The output exists and is not provably wideml's (whatever ``overwrite`` says), or exists and ``overwrite``
-        is not set; or the object store cannot be reached or refuses access.
+        is not set; another live wideml run is committing it; or the object store cannot be reached or refuses access.
     """
     target = remote_target(url, options)
-    if _listing(target, target.path) or _read_json(target, target.done_key) is not None:
-        if not made_by_wideml(target):
-            raise StoreError(f"output {target.url} exists and wideml cannot prove it wrote it (no wideml completion marker, "
-                             "store or model), so --overwrite will not replace it: remove it yourself, or choose another output.")
+    recover_interrupted_commit(target)
+    etags: dict[str, str] = {}
+    listing = _listing(target, target.path, etags)
+    if listing or _read_json(target, target.done_key) is not None:
+        record = completion_record(target)
+        if record is None:
+            live = _live_writer(target)
+            if live is not None:
+                raise _writer_refusal(target, live)
+            raise StoreError(f"output {target.url} exists and wideml cannot prove it wrote it (no valid wideml completion "
+                             "marker for it), so --overwrite will not replace it: remove it yourself, or choose another output.")
+        foreign = _not_listed(target, record, listing, etags)
+        if foreign:
+            raise _foreign_refusal(target, foreign)
         if not overwrite:
             raise StoreError(f"output {target.url} already exists; pass --overwrite (overwrite=True) to replace it or "
                              "choose another output.")
     return target
+
+
+# ----------------------------------------------------------------------------- the commit intent
+def _record_verdict(data: bytes, name: str) -> tuple[str, dict | None]:
+    """The ownership verdict of owner-record bytes ``data``, taken as for a local folder ``name`` holding them."""
+    with tempfile.TemporaryDirectory(prefix="wideml-remote-record-") as scratch:
+        folder = Path(scratch) / name
+        folder.mkdir()
+        (folder / OWNER_FILE).write_bytes(data)
+        return verdict(folder), wideml_record(folder)
+
+
+def _valid_intent(target: RemoteTarget) -> dict | None:
+    """The output's commit intent if it is a valid, signed wideml intent written for this very output, else None."""
+    record = _read_json(target, target.intent_key)
+    if not isinstance(record, dict) or record.get("wideml") != _INTENT_MARKER or record.get("name") != target.name:
+        return None
+    prefix, owner = record.get("prefix"), record.get("owner")
+    if not isinstance(prefix, str) or posixpath.dirname(prefix) != target.parent or not isinstance(owner, dict):
+        return None
+    if not posixpath.basename(prefix).startswith("." + target.name + ".wideml-partial-"):
+        return None
+    for key in ("files", "old"):
+        if not isinstance(record.get(key), dict) or not all(isinstance(v, dict) for v in record[key].values()):
+            return None
+    return record if verify(record) else None
+
+
+def _intent_verdict(intent: dict) -> tuple[str, dict | None]:
+    if intent.get("run_id") == RUN_ID:
+        return "own", intent["owner"]
+    return _record_verdict(json.dumps(intent["owner"]).encode(), posixpath.basename(intent["prefix"]))
+
+
+def _live_writer(target: RemoteTarget) -> dict | None:
+    """The owner record of another live (or unknown) wideml run writing this output (its intent or temporary prefix), if any."""
+    intent = _valid_intent(target)
+    if intent is not None:
+        state, record = _intent_verdict(intent)
+        if state in ("running", "unknown"):
+            return record
+    for prefix in _other_prefixes(target):
+        state, record = _owner_verdict(target, prefix)
+        if state in ("running", "unknown") and record is not None and record.get("run_id") != RUN_ID:
+            return record
+    return None
+
+
+def recover_interrupted_commit(target: RemoteTarget) -> list[str]:
+    """Remove what a killed commit of this output left, when its intent proves it: returns the keys removed.
+
+    The intent must be valid and signed, its owner gone; without a completion marker, every object under the output's
+    name must be one the intent lists (new or replaced) with that size, else nothing is removed (the existence rules
+    then refuse). Its stale temporary prefix is removed too. A live owner refuses in one sentence.
+    """
+    intent = _valid_intent(target)
+    if intent is None:
+        return []
+    state, owner = _intent_verdict(intent)
+    if state in ("running", "unknown"):
+        raise _writer_refusal(target, owner)
+    if state not in ("dead", "own"):
+        return []
+    removed: list[str] = []
+    if completion_record(target) is None:
+        listing = _listing(target, target.path)
+        known = {rel: {e.get("size") for e in (intent["files"].get(rel), intent["old"].get(rel)) if isinstance(e, dict)}
+                 for rel in listing}
+        if any(size not in known[rel] for rel, size in listing.items()):
+            return []
+        keys = sorted((_join(target.path, rel) for rel in listing), key=lambda k: (posixpath.basename(k) != "zarr.json", k))
+        for key in keys:  # the group's zarr.json first, so no reader takes the rest for a store
+            with contextlib.suppress(FileNotFoundError):
+                target.call("clean up", target.fs.rm_file, key)
+            removed.append(key)
+    prefix = intent["prefix"]
+    if _owner_verdict(target, prefix)[0] in ("dead", "unrecorded") or state == "own":
+        _remove_prefix(target, prefix, known=[_join(posixpath.join(prefix, target.name), rel) for rel in intent["files"]])
+    with contextlib.suppress(FileNotFoundError):
+        target.call("clean up", target.fs.rm_file, target.intent_key)
+    return removed
 
 
 # ----------------------------------------------------------------------------- the temporary prefix
@@ -204,11 +349,7 @@ def _owner_verdict(target: RemoteTarget, prefix: str) -> tuple[str, dict | None]
         data = target.fs.cat_file(posixpath.join(prefix, OWNER_FILE))
     except Exception:  # noqa: BLE001 - no record (or none readable): proves nothing
         return "unrecorded", None
-    with tempfile.TemporaryDirectory(prefix="wideml-remote-record-") as scratch:
-        folder = Path(scratch) / posixpath.basename(prefix)
-        folder.mkdir()
-        (folder / OWNER_FILE).write_bytes(data)
-        return verdict(folder), wideml_record(folder)
+    return _record_verdict(data, posixpath.basename(prefix))
 
 
 def _other_prefixes(target: RemoteTarget) -> list[str]:
@@ -235,21 +376,23 @@ def sweep_remote_leftovers(target: RemoteTarget) -> list[str]:
     for prefix in _other_prefixes(target):
         state, record = _owner_verdict(target, prefix)
         if state in ("running", "unknown") and record is not None and record.get("run_id") != RUN_ID:
-            raise StoreError(f"output {target.url} is being written by another wideml run ({describe_owner(record)}); "
-                             "wait for it to finish or choose another output.")
+            raise _writer_refusal(target, record)
         if state == "dead":
             _remove_prefix(target, prefix)
             removed.append(f"{protocol_of(target.url)}://{prefix}")
     return removed
 
 
-def _remove_prefix(target: RemoteTarget, prefix: str) -> None:
-    """Remove a temporary prefix: every object, its owner record last."""
+def _remove_prefix(target: RemoteTarget, prefix: str, known: list[str] = ()) -> None:
+    """Remove a temporary prefix: every object listed or ``known`` (the keys its run uploaded), its owner record last."""
     record = posixpath.join(prefix, OWNER_FILE)
+    with contextlib.suppress(Exception):
+        target.fs.invalidate_cache()
     with contextlib.suppress(FileNotFoundError):
-        keys = [k for k in target.fs.find(prefix) if k.rstrip("/") != record]
+        keys = {k.rstrip("/") for k in target.fs.find(prefix)} | {k for k in known if k.startswith(prefix + "/")}
+        keys.discard(record)
         if keys:
-            target.fs.rm(keys)
+            target.fs.rm(sorted(keys))
     with contextlib.suppress(FileNotFoundError):
         target.fs.rm_file(record)
 
@@ -280,50 +423,79 @@ def _commit_order(keys) -> list[str]:
 
 
 def upload(target: RemoteTarget, local: Path, overwrite: bool) -> None:
-    """Put the staged output ``local`` in place at ``target`` (steps 2 to 5 of the module's docstring).
+    """Put the staged output ``local`` in place at ``target`` (steps 2 to 6 of the module's docstring).
 
     Raises
     ------
     StoreError
         Refused access (no write permission, wrong credentials), an unreachable endpoint, an upload that does not
-        verify, or an output that appeared or changed meanwhile; nothing of this run is left on the object store.
+        verify, or an output that appeared, changed or is being committed by another run meanwhile; nothing of this
+        run is left on the object store.
     """
     files = _files(local)
     manifest = {rel: (path.stat().st_size, *_digests(path)) for rel, path in files.items()}
     sweep_remote_leftovers(target)
     prefix = posixpath.join(target.parent, aside_name(target.name, "partial"))
     record = sign(owner_record(posixpath.basename(prefix), "partial"))
+    staged = posixpath.join(prefix, target.name)
+    uploaded: list[str] = []
     placed: list[str] = []
-    started = False
+    intent_written = False
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wideml-upload")
+
+    def waited(doing: str, fn, *args) -> Any:
+        """``target.call(doing, fn, *args)`` in the worker thread: an interrupt of the main thread leaves it running,
+        and the clean-up below waits for it (``pool.shutdown``) before listing what to remove."""
+        return pool.submit(target.call, doing, fn, *args).result()
+
     try:
-        target.call("write", target.fs.pipe_file, posixpath.join(prefix, OWNER_FILE), json.dumps(record).encode())
-        started = True
-        staged = posixpath.join(prefix, target.name)
+        uploaded.append(posixpath.join(prefix, OWNER_FILE))  # the owner record is the prefix's FIRST object
+        waited("write", target.fs.pipe_file, uploaded[-1], json.dumps(record).encode())
         for rel, path in files.items():
-            target.call("upload to", target.fs.put_file, str(path), _join(staged, rel))
+            uploaded.append(_join(staged, rel))
+            waited("upload to", target.fs.put_file, str(path), uploaded[-1])
         _verify(target, staged, manifest)
         check_remote_output(target.url, overwrite)  # it may have appeared, or changed hands, while this run uploaded
-        if overwrite:
+        old = completion_record(target)
+        old_files = {} if old is None else {rel: {"size": size} for rel, size in _listing(target, target.path).items()}
+        intent = sign({"wideml": _INTENT_MARKER, "name": target.name, "url": target.url, "run_id": RUN_ID,
+                       "prefix": prefix, "owner": record, "old": old_files,
+                       "files": {rel: {"size": size, "sha256": sha} for rel, (size, sha, _) in manifest.items()}})
+        intent_written = True
+        waited("write", target.fs.pipe_file, target.intent_key, json.dumps(intent).encode())
+        back = _read_json(target, target.intent_key)
+        if not isinstance(back, dict) or back.get("prefix") != prefix:  # another run's intent replaced this one's
+            intent_written = False
+            live = _live_writer(target)
+            raise _writer_refusal(target, live) if live else StoreError(
+                f"output {target.url} changed while this run committed it; nothing was put in place: run the command again.")
+        if old is not None:
             _clear(target)
         for rel in _commit_order(manifest):
-            dest = _join(target.path, rel)
-            placed.append(dest)
-            target.call("copy into place", target.fs.copy, _join(staged, rel), dest)
+            placed.append(_join(target.path, rel))
+            waited("copy into place", target.fs.copy, _join(staged, rel), placed[-1])
         done = sign({"wideml": _DONE_MARKER, "name": target.name, "url": target.url, "run_id": RUN_ID,
-                     "files": {rel: {"size": size, "sha256": sha} for rel, (size, sha, _) in manifest.items()}})
+                     "files": {rel: {"size": size, "sha256": sha, "md5": md5} for rel, (size, sha, md5) in manifest.items()}})
         placed.append(target.done_key)
-        target.call("mark complete", target.fs.pipe_file, target.done_key, json.dumps(done).encode())
+        waited("mark complete", target.fs.pipe_file, target.done_key, json.dumps(done).encode())
         placed.clear()
+        waited("clean up", target.fs.rm_file, target.intent_key)
+        intent_written = False
     except BaseException:
+        pool.shutdown(wait=True)  # the upload or copy in flight ends before anything is listed or removed
         with contextlib.suppress(Exception):
             for key in reversed(placed):  # only what this run put in place; the marker, if it got there, first
                 with contextlib.suppress(FileNotFoundError):
                     target.fs.rm_file(key)
+            if intent_written:
+                with contextlib.suppress(FileNotFoundError):
+                    target.fs.rm_file(target.intent_key)
         raise
     finally:
-        if started:
+        pool.shutdown(wait=True)
+        if uploaded:
             with contextlib.suppress(Exception):
-                _remove_prefix(target, prefix)
+                _remove_prefix(target, prefix, known=uploaded)
 
 
 def _verify(target: RemoteTarget, staged: str, manifest: dict) -> None:
@@ -342,12 +514,24 @@ def _verify(target: RemoteTarget, staged: str, manifest: dict) -> None:
 
 
 def _clear(target: RemoteTarget) -> None:
-    """Remove an existing output proven wideml's: the marker and the group's ``zarr.json`` first, so no reader sees a mix."""
+    """Remove an existing output proven wideml's: exactly the objects its marker lists (checked again just before),
+    the marker and the group's ``zarr.json`` first, so no reader sees a mix."""
     fs = target.fs
+    record = completion_record(target)
+    etags: dict[str, str] = {}
+    listing = _listing(target, target.path, etags)
+    if record is None:
+        if listing:
+            raise StoreError(f"output {target.url} changed while this run wrote it (its completion marker is gone); "
+                             "nothing was replaced: run the command again.")
+        return
+    foreign = _not_listed(target, record, listing, etags)
+    if foreign:
+        raise _foreign_refusal(target, foreign)
     for key in (target.done_key, posixpath.join(target.path, "zarr.json")):
         with contextlib.suppress(FileNotFoundError):
             target.call("replace", fs.rm_file, key)
-    keys = [_join(target.path, rel) for rel in _listing(target, target.path)]
+    keys = [_join(target.path, rel) for rel in listing if rel != "zarr.json"]
     if keys:
         target.call("replace", fs.rm, keys)
 
@@ -425,6 +609,9 @@ def download_output(url: str, dest: str | os.PathLike, options: dict | None = No
     listing = _listing(target, target.path)
     if not listing:
         raise StoreError(f"no {what} at {target.url} (nothing is stored under that name); check the URL.")
+    if what == "model" and "zarr.json" not in listing:
+        raise StoreError(f"{target.url} is not a wideml model (no zarr.json under that name); pass a model written by "
+                         "`wideml fit` or save_model.")
     if record is not None:
         expected = {rel: entry.get("size") for rel, entry in record["files"].items() if isinstance(entry, dict)}
         if expected != listing:
@@ -442,6 +629,6 @@ def download_output(url: str, dest: str | os.PathLike, options: dict | None = No
     return record
 
 
-__all__ = ["DONE_SUFFIX", "RemoteTarget", "check_remote_output", "completion_record", "download_output", "is_remote",
-           "made_by_wideml", "remote_output", "remote_target", "staged_folder", "staging_parent", "sweep_remote_leftovers",
+__all__ = ["DONE_SUFFIX", "INTENT_SUFFIX", "RemoteTarget", "check_remote_output", "completion_record", "download_output", "is_remote",
+           "made_by_wideml", "recover_interrupted_commit", "remote_output", "remote_target", "staged_folder", "staging_parent", "sweep_remote_leftovers",
            "upload"]
