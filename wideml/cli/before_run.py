@@ -212,6 +212,8 @@ def refuse_empty_outputs(args: argparse.Namespace) -> None:
     for dest in OUTPUT_ARGS:
         value = getattr(args, dest, None)
         if isinstance(value, str) and not value.strip():
+            if getattr(args, "command", None) == "report":  # the report is the command's one output: no "leave it out"
+                raise ConfigError(f"the output path of {OUTPUT_FLAGS[dest]} is empty; give a file name ending in .html.")
             raise ConfigError(f"the output path of {OUTPUT_FLAGS[dest]} is empty; give a file path, or leave the option out "
                               "for no output.")
 
